@@ -1,0 +1,43 @@
+"""Exceptions raised by mxpatch_bind (private module; import them from ``mxpatch_bind``)."""
+
+__all__ = ["PatchError", "UnsupportedMXNetError", "ShapeSpecError"]
+
+
+class PatchError(Exception):
+    """Base class of every error mxpatch_bind raises about patching or shapes.
+
+    Examples
+    --------
+    >>> from mxpatch_bind import PatchError, ShapeSpecError
+    >>> issubclass(ShapeSpecError, PatchError)
+    True
+    """
+
+
+class UnsupportedMXNetError(PatchError):
+    """The installed MXNet is not one the patch was written for.
+
+    Raised by :func:`mxpatch_bind.install` before anything is patched, when
+    ``mxnet.__version__`` is outside 1.6–1.9.x or when a patched method's
+    parameters differ from MXNet 1.9.1's. ``install(force=True)`` patches anyway.
+
+    Examples
+    --------
+    >>> from mxpatch_bind import UnsupportedMXNetError, PatchError
+    >>> issubclass(UnsupportedMXNetError, PatchError)
+    True
+    """
+
+
+class ShapeSpecError(PatchError, ValueError):
+    """A per-device shape specification is malformed.
+
+    The message names the device index, the offending entry and the expected
+    form. It is raised before any module state changes.
+
+    Examples
+    --------
+    >>> from mxpatch_bind import ShapeSpecError
+    >>> issubclass(ShapeSpecError, ValueError)
+    True
+    """
