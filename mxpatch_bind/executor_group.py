@@ -1,0 +1,292 @@
+"""The per-device executor group: one executor per context, each with its own input shapes (private).
+
+A subclass of MXNet's ``DataParallelExecutorGroup``. Handed a :class:`~mxpatch_bind.shapes.DeviceShapes`
+it binds executor i with device i's shapes; handed a flat list (stock form) it behaves exactly
+as its base class, so a module can move between the two forms by ``reshape``.
+
+The group keeps ``slices`` as the rows each device holds in the concatenated batch, so the
+stock code paths that slice a merged batch (``backward(out_grads)``, ``update_metric`` with
+merged labels, loading a flat ``DataBatch``) keep working whenever the devices' non-batch axes
+agree.
+"""
+
+from collections import OrderedDict
+
+from mxnet import ndarray as nd
+from mxnet.module.executor_group import DataParallelExecutorGroup, _merge_multi_context
+
+from .shapes import DeviceShapes
+
+__all__ = ["PerDeviceExecutorGroup", "EXEC_CACHE_SIZE"]
+
+# Reshaped executors kept per device, keyed by input shapes: detection data repeats a few
+# aspect-ratio buckets, and on MXNet 1.9.1 a reshape costs nearly a simple_bind. Each cached
+# executor shares the base executor's memory, so the bound keeps memory bounded too.
+EXEC_CACHE_SIZE = 8
+
+
+class PerDeviceExecutorGroup(DataParallelExecutorGroup):
+    """A ``DataParallelExecutorGroup`` whose devices may each run their own input shapes.
+
+    Parameters
+    ----------
+    symbol, contexts, workload, param_names, for_training, inputs_need_grad, shared_group,
+    logger, fixed_param_names, grad_req, state_names, group2ctxs
+        As for ``mxnet.module.executor_group.DataParallelExecutorGroup``.
+    device_shapes : DeviceShapes
+        The per-device data and label shapes (from :func:`mxpatch_bind.shapes.parse_device_shapes`).
+
+    Examples
+    --------
+    >>> import mxnet as mx
+    >>> from mxpatch_bind.shapes import parse_device_shapes
+    >>> sym = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=2, name='fc')
+    >>> spec = parse_device_shapes([[('data', (1, 4))], [('data', (3, 4))]], None,
+    ...                            ['data'], [], 2)
+    >>> group = PerDeviceExecutorGroup(sym, [mx.cpu(0), mx.cpu(1)], [1, 1], spec,
+    ...                                ['fc_weight', 'fc_bias'], False, False)
+    >>> [e.arg_dict['data'].shape for e in group.execs], group.batch_size
+    ([(1, 4), (3, 4)], 4)
+    """
+
+    def __init__(self, symbol, contexts, workload, device_shapes, param_names, for_training,
+                 inputs_need_grad, shared_group=None, logger=None, fixed_param_names=None,
+                 grad_req='write', state_names=None, group2ctxs=None):
+        self._adopt()
+        # The base __init__ reads flat shapes for the input names and ends by calling
+        # bind_exec; hand it device 0's list and keep the full spec for our bind_exec.
+        self._pending_device_shapes = device_shapes
+        label0 = device_shapes.label[0] if device_shapes.label else None
+        extra = {} if logger is None else {"logger": logger}
+        super().__init__(symbol, contexts, workload, device_shapes.data[0], label0, param_names,
+                         for_training, inputs_need_grad, shared_group,
+                         fixed_param_names=fixed_param_names, grad_req=grad_req,
+                         state_names=state_names, group2ctxs=group2ctxs, **extra)
+
+    @classmethod
+    def adopt(cls, group):
+        """Turn a stock group into a per-device-capable one in place, keeping its executors."""
+        if not isinstance(group, cls):
+            group.__class__ = cls
+            group._adopt()
+        return group
+
+    def _adopt(self):
+        self.per_device = False
+        self._pending_device_shapes = None
+        self._exec_cache = None
+
+    # ----------------------------------------------------------------- binding and reshape
+    def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
+        """Bind (or reshape) executors: per device for a pending per-device spec, else stock."""
+        device_shapes, self._pending_device_shapes = self._pending_device_shapes, None
+        if device_shapes is None:
+            super().bind_exec(data_shapes, label_shapes, shared_group, reshape)
+            self.per_device = False
+            return
+        execs = [self._bind_ith_exec(i, device_shapes.data[i],
+                                     device_shapes.label[i] if device_shapes.label else [],
+                                     shared_group)
+                 for i in range(len(self.contexts))]
+        self.execs = execs
+        self._exec_cache = [OrderedDict() for _ in execs]
+        self._commit(device_shapes)
+
+    def reshape(self, data_shapes, label_shapes=None):
+        """Reshape executors to a :class:`DeviceShapes` (per device) or to flat stock shapes.
+
+        Per device, only the devices whose shapes changed are reshaped, from the first-bound
+        (base) executors as stock does. A shape with more elements than the base executor's
+        becomes the new base, so memory stays bounded by the largest shape seen; shapes seen
+        before come from a small per-device cache and cost no reshape at all.
+        """
+        if not isinstance(data_shapes, DeviceShapes):
+            if self._exec_cache is not None:
+                self._drop_cache()
+            return super().reshape(data_shapes, label_shapes)
+        if self.per_device and data_shapes == DeviceShapes(self.data_shapes, self.label_shapes):
+            return None
+        if self._default_execs is None:
+            self._default_execs = list(self.execs)
+        if self._exec_cache is None:
+            self._exec_cache = [OrderedDict() for _ in self.execs]
+        # Build every new executor before changing anything: a failed reshape leaves
+        # the group on its previous shapes.
+        new_execs = [self._exec_for(i, data_shapes) for i in range(len(self.execs))]
+        self.execs = new_execs
+        self._commit(data_shapes)
+        return None
+
+    def _exec_for(self, device, device_shapes):
+        wanted = device_shapes.shapes_of(device)
+        current = self.execs[device]
+        if _input_shapes(current, wanted) == wanted:
+            return current
+        base = self._default_execs[device]
+        if _input_shapes(base, wanted) == wanted:
+            return base
+        cache = self._exec_cache[device]
+        key = tuple(sorted(wanted.items()))
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+        reshaped = base.reshape(allow_up_sizing=True, **wanted)
+        if _grows(base, wanted):
+            # New base: later shapes up to this size are views into its memory.
+            self._default_execs[device] = reshaped
+            cache.clear()
+        else:
+            cache[key] = reshaped
+            while len(cache) > EXEC_CACHE_SIZE:
+                cache.popitem(last=False)
+        return reshaped
+
+    def _drop_cache(self):
+        self._exec_cache = None
+
+    def _commit(self, device_shapes):
+        self.per_device = True
+        self.batch_size = device_shapes.total_batch_size
+        self.slices = device_shapes.slices
+        self.data_layouts = device_shapes.data_axes
+        self.label_layouts = device_shapes.label_axes
+        self.data_shapes = device_shapes.data
+        self.label_shapes = device_shapes.label
+        self.data_names = [desc.name for desc in device_shapes.data[0]]
+        if device_shapes.label is not None:
+            self.label_names = [desc.name for desc in device_shapes.label[0]]
+        self._collect_arrays()
+
+    def _collect_arrays(self):
+        if not self.per_device:
+            return super()._collect_arrays()
+        # Same arrays as stock, with each device's rows of the merged batch as its slice.
+        self.data_arrays = [[(self.slices[i], e.arg_dict[name]) for i, e in enumerate(self.execs)]
+                            for name in self.data_names]
+        self.state_arrays = [[e.arg_dict[name] for e in self.execs] for name in self.state_names]
+        if self.label_shapes is not None:
+            self.label_arrays = [[(self.slices[i], e.arg_dict[name])
+                                  for i, e in enumerate(self.execs)]
+                                 for name in self.label_names]
+        else:
+            self.label_arrays = None
+        param_index = [i for i, name in enumerate(self.arg_names) if name in self.param_names]
+        self.param_arrays = [[e.arg_arrays[i] for e in self.execs] for i in param_index]
+        self.grad_arrays = ([[e.grad_arrays[i] for e in self.execs] for i in param_index]
+                            if self.for_training else None)
+        if self.inputs_need_grad:
+            self.input_grad_arrays = [[e.grad_arrays[self.arg_names.index(name)] for e in self.execs]
+                                      for name in self.data_names if name in self.arg_names]
+        else:
+            self.input_grad_arrays = None
+        self.aux_arrays = [[e.aux_arrays[i] for e in self.execs]
+                           for i in range(len(self.aux_names))]
+        return None
+
+    # ----------------------------------------------------------------- computation
+    def forward(self, data_batch, is_train=None):
+        """Load a batch in any of the three forms and run every executor forward.
+
+        Forms: one ``DataBatch`` whose ``data``/``label`` are per-device lists (the
+        Deformable-ConvNets form); a list of ``DataBatch``, one per device (stock's
+        pre-sliced form); a flat ``DataBatch`` whose rows are split by ``slices``.
+        """
+        if not self.per_device or not is_device_batch(data_batch):
+            return super().forward(data_batch, is_train)
+        for exec_, device_arrays in zip(self.execs, data_batch.data):
+            _copy_inputs(device_arrays, exec_, self.data_names)
+        if self.label_arrays is not None and _has_labels(data_batch.label):
+            for exec_, device_arrays in zip(self.execs, data_batch.label):
+                _copy_inputs(device_arrays, exec_, self.label_names)
+        if is_train is None:
+            is_train = self.for_training
+        for exec_ in self.execs:
+            exec_.forward(is_train=is_train)
+        return None
+
+    def backward(self, out_grads=None):
+        """Backward on every device; ``out_grads`` is merged (stock) or one list per device."""
+        if not self.per_device or not out_grads or not isinstance(out_grads[0], (list, tuple)):
+            return super().backward(out_grads)
+        if not self.for_training:
+            raise RuntimeError("re-bind with for_training=True to run backward")
+        if len(out_grads) != len(self.execs):
+            raise ValueError("out_grads has %d per-device entries but the module has %d "
+                             "devices" % (len(out_grads), len(self.execs)))
+        for exec_, context, grads in zip(self.execs, self.contexts, out_grads):
+            exec_.backward(out_grads=[grad.as_in_context(context) for grad in grads])
+        return None
+
+    def get_output_shapes(self):
+        """``[(name, shape), ...]`` per device (a flat list in stock form)."""
+        if not self.per_device:
+            return super().get_output_shapes()
+        names = self.symbol.list_outputs()
+        return [list(zip(names, (out.shape for out in exec_.outputs))) for exec_ in self.execs]
+
+    def get_outputs(self, merge_multi_context=True, begin=0, end=None):
+        """Outputs of the last forward; merging needs the devices' non-batch axes to agree."""
+        if not self.per_device or not merge_multi_context:
+            return super().get_outputs(merge_multi_context, begin, end)
+        outputs = super().get_outputs(False, begin, end)
+        names = self.output_names[begin:end]
+        return _merge_checked(outputs, self.output_layouts[begin:end], names, "output")
+
+    def get_input_grads(self, merge_multi_context=True):
+        """Input gradients; merging needs the devices' non-batch axes to agree."""
+        if not self.per_device or not merge_multi_context:
+            return super().get_input_grads(merge_multi_context)
+        grads = super().get_input_grads(False)
+        return _merge_checked(grads, self.data_layouts, self.data_names, "input gradient")
+
+    def update_metric(self, eval_metric, labels, pre_sliced):
+        """Update a metric; per-device labels (lists per device) count as pre-sliced."""
+        if self.per_device and labels and isinstance(labels[0], (list, tuple)):
+            pre_sliced = True
+        return super().update_metric(eval_metric, labels, pre_sliced)
+
+
+def is_device_batch(data_batch):
+    """Whether a ``DataBatch`` holds per-device lists (the Deformable-ConvNets form)."""
+    data = getattr(data_batch, "data", None)
+    return bool(data) and isinstance(data[0], (list, tuple))
+
+
+def _has_labels(labels):
+    return bool(labels) and all(device is not None for device in labels)
+
+
+def _copy_inputs(arrays, exec_, names):
+    for name, src in zip(names, arrays):
+        dst = exec_.arg_dict[name]
+        if isinstance(src, nd.NDArray):
+            src.copyto(dst)
+        else:
+            dst[:] = src
+
+
+def _input_shapes(exec_, wanted):
+    return {name: exec_.arg_dict[name].shape for name in wanted}
+
+
+def _grows(base, wanted):
+    """Whether any input needs more elements than the base executor holds for it."""
+    for name, shape in wanted.items():
+        held = base.arg_dict[name].size
+        size = 1
+        for dim in shape:
+            size *= dim
+        if size > held:
+            return True
+    return False
+
+
+def _merge_checked(per_name, axes, names, what):
+    for name, tensors, axis in zip(names, per_name, axes):
+        shapes = [tuple(t.shape) for t in tensors]
+        if axis >= 0 and len({s[:axis] + s[axis + 1:] for s in shapes}) > 1:
+            raise ValueError(
+                "cannot merge %s %r across devices: per-device shapes %r differ outside the "
+                "batch axis %d; pass merge_multi_context=False to get one array per device"
+                % (what, name, shapes, axis))
+    return _merge_multi_context(per_name, axes)

@@ -1,0 +1,276 @@
+"""Parse and validate stock and per-device shape specs (private; touches no MXNet state).
+
+A *stock* spec is MXNet's flat list of ``(name, shape)`` pairs or ``DataDesc``;
+a *per-device* spec has one such list per context. :func:`spec_form` tells the
+two apart cheaply, so the stock path costs almost nothing; :func:`parse_device_shapes`
+turns a per-device spec into one normalised :class:`DeviceShapes` or raises
+:class:`~mxpatch_bind.ShapeSpecError` naming the device, the entry and the expected form.
+"""
+
+import numbers
+from collections import namedtuple
+
+from .errors import ShapeSpecError
+
+__all__ = ["STOCK", "PER_DEVICE", "spec_form", "parse_device_shapes", "DeviceShapes"]
+
+STOCK = "stock"
+PER_DEVICE = "per-device"
+
+_ENTRY_FORM = "a list of (name, shape) pairs or DataDesc, e.g. [('data', (2, 3, 32, 48))]"
+_SPEC_FORM = ("one entry per context, each " + _ENTRY_FORM
+              + ", e.g. [[('data', (2, 3, 32, 48))], [('data', (3, 3, 40, 24))]]")
+
+
+class DeviceShapes(namedtuple("DeviceShapes", ["data", "label"])):
+    """The normalised per-device spec: ``data[i]`` / ``label[i]`` list device i's DataDesc.
+
+    ``label`` is ``None`` when there are no labels. Batch sizes, slices and the batch
+    axis of every input are derived here once, so the executor group and the module
+    read the same numbers.
+    """
+
+    __slots__ = ()
+
+    @property
+    def num_devices(self):
+        """Number of devices described."""
+        return len(self.data)
+
+    @property
+    def device_batch_sizes(self):
+        """Samples on each device (1 where no input has a batch axis, as stock slices it)."""
+        return [_device_batch_size(descs) for descs in self.data]
+
+    @property
+    def total_batch_size(self):
+        """Samples on all devices together: the ``batch_size`` ``rescale_grad`` divides by."""
+        return sum(self.device_batch_sizes)
+
+    @property
+    def slices(self):
+        """Each device's rows of the concatenated (merged) batch."""
+        slices, start = [], 0
+        for size in self.device_batch_sizes:
+            slices.append(slice(start, start + size))
+            start += size
+        return slices
+
+    @property
+    def data_axes(self):
+        """Batch axis of each data input (from its layout), as stock ``data_layouts``."""
+        return [_batch_axis(desc) for desc in self.data[0]]
+
+    @property
+    def label_axes(self):
+        """Batch axis of each label input, or ``None`` without labels."""
+        if self.label is None:
+            return None
+        return [_batch_axis(desc) for desc in self.label[0]]
+
+    def shapes_of(self, device):
+        """``{name: shape}`` of every input of one device, for ``Executor.reshape``."""
+        descs = list(self.data[device]) + list(self.label[device] if self.label else [])
+        return {desc.name: tuple(desc.shape) for desc in descs}
+
+
+def _batch_axis(desc):
+    from mxnet.io import DataDesc
+    return DataDesc.get_batch_axis(desc.layout)
+
+
+def _device_batch_size(descs):
+    for desc in descs:
+        axis = _batch_axis(desc)
+        if axis >= 0:
+            return desc.shape[axis]
+    return 1
+
+
+def _is_stock_entry(entry):
+    """A ``(name, shape, ...)`` tuple/list or a DataDesc (itself a namedtuple)."""
+    return isinstance(entry, (tuple, list)) and len(entry) > 0 and isinstance(entry[0], str)
+
+
+def _is_device_entry(entry):
+    """A list/tuple that is not itself a ``(name, shape)`` pair: one device's entries."""
+    return isinstance(entry, (tuple, list)) and not _is_stock_entry(entry)
+
+
+def spec_form(data_shapes, label_shapes=None):
+    """Tell a stock spec from a per-device one without validating either.
+
+    Parameters
+    ----------
+    data_shapes : list
+        What the caller passed as ``data_shapes``.
+    label_shapes : list or None
+        What the caller passed as ``label_shapes``.
+
+    Returns
+    -------
+    str
+        :data:`PER_DEVICE` when any data entry is a list of entries,
+        else :data:`STOCK` (handed to MXNet untouched, errors included).
+
+    Raises
+    ------
+    ShapeSpecError
+        When data is stock but the labels are per-device.
+
+    Examples
+    --------
+    >>> spec_form([('data', (4, 3))])
+    'stock'
+    >>> spec_form([[('data', (1, 3))], [('data', (3, 3))]])
+    'per-device'
+    """
+    if isinstance(data_shapes, (list, tuple)) and any(_is_device_entry(e) for e in data_shapes):
+        return PER_DEVICE
+    if isinstance(label_shapes, (list, tuple)) and any(_is_device_entry(e) for e in label_shapes):
+        raise ShapeSpecError(
+            "label_shapes %r is per-device but data_shapes %r is flat; pass both in the "
+            "same form: %s" % (label_shapes, data_shapes, _SPEC_FORM))
+    return STOCK
+
+
+def parse_device_shapes(data_shapes, label_shapes, data_names, label_names, num_devices):
+    """Validate a per-device spec and normalise it to :class:`DeviceShapes`.
+
+    Parameters
+    ----------
+    data_shapes : list of list of (str, tuple) or DataDesc
+        One entry per device.
+    label_shapes : list of list of (str, tuple) or DataDesc, or None
+        The same form; ``None``, or a list of all ``None``, means no labels.
+    data_names, label_names : list of str
+        The module's input names; every device must name exactly these.
+    num_devices : int
+        Number of contexts the module runs on.
+
+    Returns
+    -------
+    DeviceShapes
+
+    Raises
+    ------
+    ShapeSpecError
+        Naming the device index, the offending entry and the expected form.
+
+    Examples
+    --------
+    >>> spec = parse_device_shapes([[('data', (2, 3, 8, 8))], [('data', (3, 3, 4, 6))]],
+    ...                            None, ['data'], [], 2)
+    >>> spec.device_batch_sizes, spec.total_batch_size
+    ([2, 3], 5)
+    """
+    data = _parse_devices(data_shapes, "data_shapes", data_names, num_devices, strict_names=True)
+    label = _parse_labels(label_shapes, label_names, num_devices)
+    spec = DeviceShapes(data, label)
+    _check_layouts_agree(spec)
+    _check_batch_sizes(spec)
+    return spec
+
+
+def _parse_labels(label_shapes, label_names, num_devices):
+    if label_shapes is None:
+        return None
+    if not isinstance(label_shapes, (list, tuple)):
+        raise ShapeSpecError("label_shapes must be None or %s; got %r" % (_SPEC_FORM, label_shapes))
+    present = [entry is not None for entry in label_shapes]
+    if not any(present):
+        return None
+    if not all(present):
+        missing = present.index(False)
+        raise ShapeSpecError(
+            "label_shapes gives labels for some devices but None for device %d: %r; give "
+            "every device its labels or pass None for all" % (missing, label_shapes))
+    return _parse_devices(label_shapes, "label_shapes", label_names, num_devices, strict_names=True)
+
+
+def _parse_devices(spec, what, names, num_devices, strict_names):
+    if not isinstance(spec, (list, tuple)):
+        raise ShapeSpecError("%s must be %s; got %r" % (what, _SPEC_FORM, spec))
+    if len(spec) != num_devices:
+        raise ShapeSpecError(
+            "%s has %d entries but the module has %d contexts; expected %s; got %r"
+            % (what, len(spec), num_devices, _SPEC_FORM, spec))
+    devices = [_parse_device(i, entry, what) for i, entry in enumerate(spec)]
+    _check_names(devices, what, names)
+    return devices
+
+
+def _parse_device(index, entry, what):
+    if not _is_device_entry(entry):
+        kind = "a flat (name, shape) entry" if _is_stock_entry(entry) else "%r" % (entry,)
+        raise ShapeSpecError(
+            "%s[%d] is %s, mixed into a per-device spec; expected %s"
+            % (what, index, kind, _ENTRY_FORM))
+    return [_parse_desc(index, item, what) for item in entry]
+
+
+def _parse_desc(index, item, what):
+    from mxnet.io import DataDesc
+    if isinstance(item, DataDesc):
+        name, shape = item.name, item.shape
+    elif _is_stock_entry(item) and 2 <= len(item) <= 4:
+        name, shape = item[0], item[1]
+    else:
+        raise ShapeSpecError("%s[%d] has entry %r; expected (name, shape) or DataDesc, as in %s"
+                             % (what, index, item, _ENTRY_FORM))
+    dims = _check_shape(index, name, shape, what)
+    if isinstance(item, DataDesc):
+        return DataDesc(name, dims, item.dtype, item.layout)
+    return DataDesc(name, dims, *item[2:])
+
+
+def _check_shape(index, name, shape, what):
+    if not isinstance(shape, (tuple, list)) or len(shape) == 0:
+        raise ShapeSpecError("%s[%d] gives %r the shape %r; expected a non-empty tuple of "
+                             "positive ints" % (what, index, name, shape))
+    for dim in shape:
+        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim <= 0:
+            raise ShapeSpecError("%s[%d] gives %r the shape %r with dimension %r; expected "
+                                 "positive ints" % (what, index, name, shape, dim))
+    return tuple(int(dim) for dim in shape)
+
+
+def _check_names(devices, what, names):
+    first = [desc.name for desc in devices[0]]
+    for index, descs in enumerate(devices):
+        device_names = [desc.name for desc in descs]
+        if len(set(device_names)) != len(device_names):
+            raise ShapeSpecError("%s[%d] names an input twice: %r" % (what, index, device_names))
+        if device_names != first:
+            raise ShapeSpecError("%s[%d] names %r but device 0 names %r; every device must "
+                                 "name the same inputs in the same order"
+                                 % (what, index, device_names, first))
+    if sorted(first) != sorted(names):
+        raise ShapeSpecError("%s names %r but the module expects %r"
+                             % (what, first, list(names)))
+
+
+def _check_layouts_agree(spec):
+    for what, devices in (("data_shapes", spec.data), ("label_shapes", spec.label or [])):
+        for index, descs in enumerate(devices):
+            for desc, first in zip(descs, devices[0]):
+                axis = _batch_axis(desc)
+                if axis != _batch_axis(first):
+                    raise ShapeSpecError(
+                        "%s[%d] gives %r the layout %r but device 0 gives %r; the batch axis "
+                        "must be the same on every device" % (what, index, desc.name,
+                                                              desc.layout, first.layout))
+                if axis >= len(desc.shape):
+                    raise ShapeSpecError(
+                        "%s[%d] gives %r the layout %r, whose batch axis %d is outside the "
+                        "shape %r" % (what, index, desc.name, desc.layout, axis, desc.shape))
+
+
+def _check_batch_sizes(spec):
+    for index, data in enumerate(spec.data):
+        descs = list(data) + list(spec.label[index] if spec.label else [])
+        sizes = {desc.name: desc.shape[_batch_axis(desc)] for desc in descs
+                 if _batch_axis(desc) >= 0}
+        if len(set(sizes.values())) > 1:
+            raise ShapeSpecError("device %d has inputs with different batch sizes %r; every "
+                                 "input of a device must hold the same samples" % (index, sizes))
