@@ -1,0 +1,23 @@
+"""Shared fixtures: CPU contexts, and a guard that no test leaves MXNet patched."""
+
+import pytest
+
+import mxpatch_bind
+
+
+@pytest.fixture(autouse=True)
+def _patch_is_left_as_found():
+    """Fail a test that leaves the process-global patch installed, and clean up after it."""
+    before = mxpatch_bind.status().refcount
+    yield
+    after = mxpatch_bind.status().refcount
+    while mxpatch_bind.status().refcount > before:
+        mxpatch_bind.uninstall()
+    assert after == before, "test left mxpatch_bind installed (refcount %d -> %d)" % (before, after)
+
+
+@pytest.fixture
+def contexts():
+    """Two CPU contexts: MXNet treats cpu(0) and cpu(1) as separate devices."""
+    import mxnet as mx
+    return [mx.cpu(0), mx.cpu(1)]

@@ -1,0 +1,69 @@
+"""Small networks and reference computations shared by the tests."""
+
+import mxnet as mx
+import numpy as np
+
+
+def conv_net(num_classes=3, batch_norm=False):
+    """Conv -> (BatchNorm) -> ReLU -> global pool -> FC -> softmax: works for any image size."""
+    data = mx.sym.Variable("data")
+    net = mx.sym.Convolution(data, num_filter=4, kernel=(3, 3), pad=(1, 1), name="conv")
+    if batch_norm:
+        net = mx.sym.BatchNorm(net, name="bn")
+    net = mx.sym.Activation(net, act_type="relu")
+    net = mx.sym.Pooling(net, global_pool=True, pool_type="avg", kernel=(1, 1))
+    net = mx.sym.FullyConnected(mx.sym.flatten(net), num_hidden=num_classes, name="fc")
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def conv_features():
+    """A conv net without a loss: outputs keep the spatial size, so they cannot be merged."""
+    data = mx.sym.Variable("data")
+    return mx.sym.Convolution(data, num_filter=2, kernel=(3, 3), name="conv")
+
+
+def mlp(num_classes=4):
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(data, num_hidden=8, name="fc1")
+    net = mx.sym.Activation(net, act_type="tanh")
+    net = mx.sym.FullyConnected(net, num_hidden=num_classes, name="fc2")
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def fixed_params(symbol, data_shape, seed=0):
+    """Deterministic parameters for ``symbol`` (by name), independent of any module."""
+    arg_shapes, _, aux_shapes = symbol.infer_shape(data=data_shape)
+    rng = np.random.RandomState(seed)
+    args = {name: mx.nd.array(rng.uniform(-0.5, 0.5, shape))
+            for name, shape in zip(symbol.list_arguments(), arg_shapes)
+            if name not in ("data", "softmax_label")}
+    aux = {name: mx.nd.array(rng.uniform(0.5, 1.0, shape) if "var" in name else
+                             rng.uniform(-0.1, 0.1, shape))
+           for name, shape in zip(symbol.list_auxiliary_states(), aux_shapes)}
+    return args, aux
+
+
+def random_batch(shape, num_classes=3, seed=0):
+    rng = np.random.RandomState(seed)
+    data = mx.nd.array(rng.uniform(-1, 1, shape))
+    label = mx.nd.array(rng.randint(0, num_classes, shape[0]))
+    return data, label
+
+
+def single_device_reference(symbol, params, data, label, context=None, for_training=True):
+    """Stock MXNet on one context: outputs and parameter gradients for one batch."""
+    context = context or mx.cpu(0)
+    label_names = ("softmax_label",) if label is not None else None
+    mod = mx.mod.Module(symbol, label_names=label_names, context=context)
+    label_shapes = [("softmax_label", label.shape)] if label is not None else None
+    mod.bind([("data", data.shape)], label_shapes, for_training=for_training)
+    mod.set_params(*params)
+    batch = mx.io.DataBatch([data], [label] if label is not None else None)
+    mod.forward(batch, is_train=for_training)
+    outputs = [o.asnumpy() for o in mod.get_outputs()]
+    grads = {}
+    if for_training:
+        mod.backward()
+        grads = {name: g[0].asnumpy()
+                 for name, g in zip(mod._exec_group.param_names, mod._exec_group.grad_arrays)}
+    return outputs, grads
