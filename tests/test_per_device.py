@@ -1,0 +1,338 @@
+"""Per-device binding against the oracle: stock MXNet on one context with that device's shape."""
+
+import mxnet as mx
+import numpy as np
+import pytest
+
+import mxpatch_bind
+from nets import conv_features, conv_net, fixed_params, random_batch, single_device_reference
+
+SHAPES = [(2, 3, 32, 48), (3, 3, 40, 24), (1, 3, 16, 20), (2, 3, 24, 24)]
+
+
+def per_device_spec(shapes, labels=True):
+    data = [[("data", shape)] for shape in shapes]
+    label = [[("softmax_label", (shape[0],))] for shape in shapes] if labels else None
+    return data, label
+
+
+def device_batch(shapes, seed=0):
+    pairs = [random_batch(shape, seed=seed + i) for i, shape in enumerate(shapes)]
+    return mx.io.DataBatch(data=[[d] for d, _ in pairs], label=[[l] for _, l in pairs]), pairs
+
+
+def bound_module(symbol, shapes, params, labels=True, **bind_kwargs):
+    contexts = [mx.cpu(i) for i in range(len(shapes))]
+    mod = mx.mod.Module(symbol, label_names=("softmax_label",) if labels else None,
+                        context=contexts)
+    with mxpatch_bind.patched():
+        mod.bind(*per_device_spec(shapes, labels), **bind_kwargs)
+    mod.set_params(*params)
+    return mod
+
+
+def device_grads(mod, device):
+    group = mod._exec_group
+    return {name: grads[device].asnumpy() for name, grads in zip(group.param_names,
+                                                                 group.grad_arrays)}
+
+
+@pytest.mark.parametrize("num_devices", [2, 3, 4])
+def test_each_device_matches_a_stock_one_context_module_exactly(num_devices):
+    shapes = SHAPES[:num_devices]
+    symbol = conv_net(batch_norm=True)
+    params = fixed_params(symbol, shapes[0])
+    mod = bound_module(symbol, shapes, params)
+    batch, pairs = device_batch(shapes)
+    mod.forward(batch, is_train=True)
+    mod.backward()
+    outputs = mod.get_outputs(merge_multi_context=False)[0]
+    for device, (data, label) in enumerate(pairs):
+        ref_outputs, ref_grads = single_device_reference(symbol, params, data, label)
+        assert np.array_equal(outputs[device].asnumpy(), ref_outputs[0])
+        got = device_grads(mod, device)
+        for name, grad in ref_grads.items():
+            assert np.array_equal(got[name], grad), name
+
+
+def test_data_label_and_output_shapes_are_per_device_lists():
+    shapes = SHAPES[:2]
+    symbol = conv_net()
+    mod = bound_module(symbol, shapes, fixed_params(symbol, shapes[0]))
+    assert [[d.shape for d in device] for device in mod.data_shapes] == [[s] for s in shapes]
+    assert [[d.shape for d in device] for device in mod.label_shapes] == [[(2,)], [(3,)]]
+    assert mod.output_shapes == [[("softmax_output", (2, 3))], [("softmax_output", (3, 3))]]
+    assert isinstance(mod, mx.mod.Module)
+
+
+def test_batch_size_is_the_total_so_one_sgd_step_divides_the_summed_gradients_by_it():
+    shapes = SHAPES[:2]
+    symbol = conv_net()
+    params = fixed_params(symbol, shapes[0])
+    mod = bound_module(symbol, shapes, params)
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.5})
+    assert mod._exec_group.batch_size == 5
+    assert mod._optimizer.rescale_grad == pytest.approx(1.0 / 5)
+    batch, _ = device_batch(shapes)
+    mod.forward_backward(batch)
+    summed = {name: device_grads(mod, 0)[name] + device_grads(mod, 1)[name]
+              for name in params[0]}
+    mod.update()
+    new_args, _ = mod.get_params()
+    for name, weight in params[0].items():
+        expected = weight.asnumpy() - np.float32(0.5) * summed[name] * np.float32(1.0 / 5)
+        np.testing.assert_allclose(new_args[name].asnumpy(), expected, rtol=1e-6, atol=1e-7)
+
+
+def test_parameters_are_kept_on_the_cpu_as_stock_keeps_them():
+    shapes = SHAPES[:2]
+    mod = mx.mod.Module(conv_net(), context=[mx.cpu(0), mx.cpu(1)])
+    mxpatch_bind.bind(mod, *per_device_spec(shapes))
+    assert mod._arg_params["conv_weight"].context == mx.cpu()
+    assert mod._total_exec_bytes == mod._exec_group._total_exec_bytes  # stock: MB, rounded
+
+
+def test_forward_reshapes_only_the_devices_whose_shapes_changed():
+    symbol = conv_net()
+    params = fixed_params(symbol, SHAPES[0])
+    mod = bound_module(symbol, SHAPES[:2], params)
+    untouched = mod._exec_group.execs[0]
+    new_shapes = [SHAPES[0], SHAPES[2]]
+    batch, pairs = device_batch(new_shapes, seed=7)
+    mod.forward(batch, is_train=False)
+    assert mod._exec_group.execs[0] is untouched
+    assert [[d.shape for d in device] for device in mod.data_shapes] == [[s] for s in new_shapes]
+    outputs = mod.get_outputs(merge_multi_context=False)[0]
+    for device, (data, label) in enumerate(pairs):
+        reference, _ = single_device_reference(symbol, params, data, label, for_training=False)
+        assert np.array_equal(outputs[device].asnumpy(), reference[0])
+
+
+def test_a_pre_sliced_list_of_batches_may_have_different_shapes_per_device():
+    symbol = conv_net()
+    params = fixed_params(symbol, SHAPES[0])
+    mod = bound_module(symbol, SHAPES[:2], params)
+    shapes = [SHAPES[3], SHAPES[1]]
+    pairs = [random_batch(shape, seed=3 + i) for i, shape in enumerate(shapes)]
+    batches = [mx.io.DataBatch([d], [l]) for d, l in pairs]
+    mod.forward(batches, is_train=True)
+    mod.backward()
+    for device, (data, label) in enumerate(pairs):
+        ref_outputs, ref_grads = single_device_reference(symbol, params, data, label)
+        assert np.array_equal(mod.get_outputs(False)[0][device].asnumpy(), ref_outputs[0])
+        assert np.array_equal(device_grads(mod, device)["conv_weight"], ref_grads["conv_weight"])
+
+
+def test_a_flat_batch_is_shared_out_by_rows_when_only_batch_sizes_differ():
+    symbol = conv_net()
+    params = fixed_params(symbol, (1, 3, 20, 20))
+    mod = bound_module(symbol, [(1, 3, 20, 20), (3, 3, 20, 20)], params)
+    data, label = random_batch((4, 3, 20, 20), seed=5)
+    mod.forward(mx.io.DataBatch([data], [label]), is_train=False)
+    assert mod._exec_group.per_device
+    reference, _ = single_device_reference(symbol, params, data, label, for_training=False)
+    assert np.array_equal(mod.get_outputs()[0].asnumpy(), reference[0])
+
+
+def test_a_flat_batch_of_another_shape_moves_the_module_back_to_stock_form():
+    symbol = conv_net()
+    params = fixed_params(symbol, SHAPES[0])
+    mod = bound_module(symbol, SHAPES[:2], params)
+    data, label = random_batch((4, 3, 16, 16), seed=6)
+    mod.forward(mx.io.DataBatch([data], [label]), is_train=False)
+    assert not mod._exec_group.per_device
+    assert [d.shape for d in mod.data_shapes] == [(4, 3, 16, 16)]
+    reference, _ = single_device_reference(symbol, params, data, label, for_training=False)
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), reference[0], rtol=1e-6)
+
+
+def test_reshape_moves_a_module_between_stock_and_per_device_form():
+    symbol = conv_net()
+    params = fixed_params(symbol, (4, 3, 16, 16))
+    mod = mx.mod.Module(symbol, context=[mx.cpu(0), mx.cpu(1)])
+    mod.bind([("data", (4, 3, 16, 16))], [("softmax_label", (4,))])
+    mod.set_params(*params)
+    mxpatch_bind.reshape(mod, *per_device_spec(SHAPES[:2]))
+    batch, pairs = device_batch(SHAPES[:2])
+    mod.forward(batch, is_train=False)
+    for device, (data, label) in enumerate(pairs):
+        reference, _ = single_device_reference(symbol, params, data, label, for_training=False)
+        assert np.array_equal(mod.get_outputs(False)[0][device].asnumpy(), reference[0])
+    mod.reshape([("data", (2, 3, 16, 16))], [("softmax_label", (2,))])
+    assert [d.shape for d in mod.data_shapes] == [(2, 3, 16, 16)]
+    assert mod._exec_group.slices == [slice(0, 1), slice(1, 2)]
+
+
+def test_reshape_returns_early_when_no_shape_changed():
+    symbol = conv_net()
+    mod = bound_module(symbol, SHAPES[:2], fixed_params(symbol, SHAPES[0]))
+    execs = list(mod._exec_group.execs)
+    mxpatch_bind.reshape(mod, *per_device_spec(SHAPES[:2]))
+    assert all(a is b for a, b in zip(execs, mod._exec_group.execs))
+
+
+def test_a_larger_shape_grows_the_base_executor_once_and_recurring_shapes_hit_the_cache():
+    symbol = conv_net()
+    mod = bound_module(symbol, [(1, 3, 16, 16), (1, 3, 16, 16)],
+                       fixed_params(symbol, (1, 3, 16, 16)))
+    group = mod._exec_group
+    mxpatch_bind.reshape(mod, *per_device_spec([(1, 3, 16, 16), (1, 3, 8, 8)]))
+    assert group._default_execs[1] is not group.execs[1]  # a view, base kept
+    mxpatch_bind.reshape(mod, *per_device_spec([(1, 3, 16, 16), (2, 3, 32, 32)]))
+    grown = group.execs[1]
+    assert group._default_execs[1] is grown
+    mxpatch_bind.reshape(mod, *per_device_spec([(1, 3, 16, 16), (1, 3, 8, 8)]))
+    small = group.execs[1]
+    mxpatch_bind.reshape(mod, *per_device_spec([(1, 3, 16, 16), (2, 3, 32, 32)]))
+    assert group.execs[1] is grown
+    mxpatch_bind.reshape(mod, *per_device_spec([(1, 3, 16, 16), (1, 3, 8, 8)]))
+    assert group.execs[1] is small
+
+
+def test_outputs_that_differ_outside_the_batch_axis_refuse_to_merge_with_a_clear_error():
+    symbol = conv_features()
+    mod = mx.mod.Module(symbol, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
+    mxpatch_bind.bind(mod, *per_device_spec(SHAPES[:2], labels=False))
+    mod.init_params()
+    batch, _ = device_batch(SHAPES[:2])
+    mod.forward(mx.io.DataBatch(batch.data), is_train=False)
+    with pytest.raises(ValueError, match="conv_output.*merge_multi_context=False"):
+        mod.get_outputs()
+    assert [o.shape for o in mod.get_outputs(merge_multi_context=False)[0]] == [
+        (2, 2, 30, 46), (3, 2, 38, 22)]
+
+
+def test_outputs_merge_along_the_batch_axis_when_other_axes_agree():
+    symbol = conv_net()
+    params = fixed_params(symbol, SHAPES[0])
+    mod = bound_module(symbol, SHAPES[:2], params)
+    batch, _ = device_batch(SHAPES[:2])
+    mod.forward(batch, is_train=False)
+    merged = mod.get_outputs()[0].asnumpy()
+    parts = [o.asnumpy() for o in mod.get_outputs(False)[0]]
+    assert np.array_equal(merged, np.concatenate(parts))
+
+
+def test_backward_takes_per_device_out_grads_and_input_grads_match_the_oracle():
+    symbol = conv_features()
+    shapes = SHAPES[:2]
+    params = fixed_params(symbol, shapes[0])
+    mod = mx.mod.Module(symbol, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
+    mxpatch_bind.bind(mod, *per_device_spec(shapes, labels=False), inputs_need_grad=True)
+    mod.set_params(*params)
+    batch, pairs = device_batch(shapes)
+    mod.forward(mx.io.DataBatch(batch.data), is_train=True)
+    out_grads = [[mx.nd.ones(o.shape) * (i + 1)] for i, o in
+                 enumerate(mod.get_outputs(False)[0])]
+    mod.backward(out_grads)
+    input_grads = mod.get_input_grads(merge_multi_context=False)[0]
+    for device, (data, _) in enumerate(pairs):
+        ref = mx.mod.Module(symbol, label_names=None, context=mx.cpu(0))
+        ref.bind([("data", data.shape)], inputs_need_grad=True)
+        ref.set_params(*params)
+        ref.forward(mx.io.DataBatch([data]), is_train=True)
+        ref.backward([out_grads[device][0]])
+        assert np.array_equal(input_grads[device].asnumpy(), ref.get_input_grads()[0].asnumpy())
+        assert np.array_equal(device_grads(mod, device)["conv_weight"],
+                              ref._exec_group.grad_arrays[0][0].asnumpy())
+
+
+def test_update_metric_takes_per_device_labels_in_both_batch_forms():
+    symbol = conv_net()
+    mod = bound_module(symbol, SHAPES[:2], fixed_params(symbol, SHAPES[0]))
+    batch, pairs = device_batch(SHAPES[:2])
+    mod.forward(batch, is_train=False)
+    predictions = np.concatenate([o.asnumpy() for o in mod.get_outputs(False)[0]]).argmax(1)
+    labels = np.concatenate([l.asnumpy() for _, l in pairs])
+    expected = float((predictions == labels).mean())
+    for labels_arg, pre_sliced in ((batch.label, False), (batch.label, True)):
+        metric = mx.metric.Accuracy()
+        mod.update_metric(metric, labels_arg, pre_sliced=pre_sliced)
+        assert metric.get()[1] == pytest.approx(expected)
+
+
+def test_shared_module_shares_parameters_across_per_device_modules():
+    symbol = conv_net()
+    params = fixed_params(symbol, SHAPES[0])
+    first = bound_module(symbol, SHAPES[:2], params)
+    second = mx.mod.Module(symbol, context=[mx.cpu(0), mx.cpu(1)])
+    mxpatch_bind.bind(second, *per_device_spec([SHAPES[2], SHAPES[3]]), shared_module=first)
+    assert second.params_initialized and second._arg_params is first._arg_params
+    first.set_params({k: v * 2 for k, v in params[0].items()}, params[1])
+    doubled = ({k: v * 2 for k, v in params[0].items()}, params[1])
+    batch, pairs = device_batch([SHAPES[2], SHAPES[3]])
+    second.forward(batch, is_train=False)
+    for device, (data, label) in enumerate(pairs):
+        reference, _ = single_device_reference(symbol, doubled, data, label, for_training=False)
+        assert np.array_equal(second.get_outputs(False)[0][device].asnumpy(), reference[0])
+
+
+def test_rebinding_keeps_initialised_parameters():
+    symbol = conv_net()
+    params = fixed_params(symbol, SHAPES[0])
+    mod = bound_module(symbol, SHAPES[:2], params)
+    mxpatch_bind.bind(mod, *per_device_spec(SHAPES[2:4]), force_rebind=True)
+    assert [[d.shape for d in device] for device in mod.data_shapes] == [[SHAPES[2]], [SHAPES[3]]]
+    args, _ = mod.get_params()
+    for name, value in params[0].items():
+        assert np.array_equal(args[name].asnumpy(), value.asnumpy())
+
+
+def test_binding_an_already_bound_module_warns_and_changes_nothing(caplog):
+    symbol = conv_net()
+    mod = bound_module(symbol, SHAPES[:2], fixed_params(symbol, SHAPES[0]))
+    group = mod._exec_group
+    mxpatch_bind.bind(mod, *per_device_spec(SHAPES[2:4]))
+    assert mod._exec_group is group
+    assert "Already bound" in caplog.text
+
+
+def test_dtype_and_a_tnc_layout_are_honoured_per_device():
+    data = mx.sym.Variable("data")
+    symbol = mx.sym.FullyConnected(mx.sym.sum(data, axis=0), num_hidden=3, name="fc")
+    descs = [[mx.io.DataDesc("data", (5, n, 4), np.float64, "TNC")] for n in (2, 3)]
+    mod = mx.mod.Module(symbol, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
+    mxpatch_bind.bind(mod, descs, for_training=False)
+    mod.init_params(mx.init.Uniform(0.5))
+    assert mod._exec_group.batch_size == 5
+    assert mod._exec_group.execs[1].arg_dict["data"].dtype == np.float64
+    arrays = [mx.nd.array(np.random.RandomState(n).rand(5, n, 4), dtype=np.float64)
+              for n in (2, 3)]
+    mod.forward(mx.io.DataBatch([[a] for a in arrays]), is_train=False)
+    merged = mod.get_outputs()[0]
+    assert merged.shape == (5, 3)
+    expected = np.concatenate([o.asnumpy() for o in mod.get_outputs(False)[0]])
+    assert np.array_equal(merged.asnumpy(), expected)
+
+
+def test_labels_may_be_absent_for_every_device():
+    symbol = conv_net()
+    mod = mx.mod.Module(symbol, context=[mx.cpu(0), mx.cpu(1)])
+    mxpatch_bind.bind(mod, per_device_spec(SHAPES[:2])[0], [None, None], for_training=False)
+    assert mod.label_shapes is None
+
+
+def test_stock_form_under_the_patch_is_bit_identical_to_an_unpatched_module():
+    symbol = conv_net(batch_norm=True)
+    params = fixed_params(symbol, (4, 3, 16, 16))
+    data, label = random_batch((4, 3, 16, 16), seed=2)
+
+    def train_one_step():
+        mod = mx.mod.Module(symbol, context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([("data", (4, 3, 16, 16))], [("softmax_label", (4,))])
+        mod.set_params(*params)
+        mod.init_optimizer(optimizer_params={"learning_rate": 0.1})
+        mod.forward_backward(mx.io.DataBatch([data], [label]))
+        mod.update()
+        outputs = mod.get_outputs()[0].asnumpy()
+        args, aux = mod.get_params()
+        return type(mod), type(mod._exec_group), outputs, args, aux
+
+    unpatched = train_one_step()
+    with mxpatch_bind.patched():
+        patched = train_one_step()
+    assert patched[:2] == unpatched[:2] == (mx.mod.Module, unpatched[1])
+    assert np.array_equal(patched[2], unpatched[2])
+    for got, want in zip(patched[3:], unpatched[3:]):
+        for name in want:
+            assert np.array_equal(got[name].asnumpy(), want[name].asnumpy()), name
