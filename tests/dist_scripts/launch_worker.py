@@ -1,0 +1,56 @@
+"""Worker command for tests/test_launch.py; the first argument picks what it does.
+
+``push-pull``
+    Join a dist_sync kvstore, push ``ones * (rank + 1)`` and print what it pulls.
+``fail-on INDEX CODE``
+    The worker the launcher numbered INDEX imports mxnet and exits with CODE
+    before touching the kvstore; the others wait for it in ``push-pull`` for ever.
+``sleep``
+    Sleep for an hour.
+``show ARGS...``
+    Print ARGS and the launcher's environment variables, then exit 0 without a kvstore.
+"""
+
+import os
+import sys
+import time
+
+
+def push_pull():
+    import mxnet as mx
+
+    kv = mx.kv.create("dist_sync")
+    kv.init(3, mx.nd.zeros((2, 3)))
+    kv.push(3, mx.nd.ones((2, 3)) * (kv.rank + 1))
+    pulled = mx.nd.zeros((2, 3))
+    kv.pull(3, out=pulled)
+    print("rank {} of {} pulled {}".format(
+        kv.rank, kv.num_workers, sorted(set(pulled.asnumpy().ravel().tolist()))))
+
+
+def main(mode, *args):
+    index = os.environ["MXPATCH_LAUNCH_WORKER_INDEX"]
+    if mode == "push-pull":
+        push_pull()
+    elif mode == "fail-on":
+        failing_index, code = args
+        if index == failing_index:
+            import mxnet  # noqa: F401  (takes long enough for the others to wait in the kvstore)
+
+            print("failing on purpose", file=sys.stderr)
+            sys.exit(int(code))
+        push_pull()
+    elif mode == "sleep":
+        print("sleeping")
+        time.sleep(3600)
+    elif mode == "show":
+        print("argv {!r}".format(list(args)))
+        for name in sorted(os.environ):
+            if name.startswith(("DMLC_", "MXPATCH_LAUNCH_")):
+                print("{}={}".format(name, os.environ[name]))
+    else:
+        sys.exit("unknown mode {!r}".format(mode))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

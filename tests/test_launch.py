@@ -1,0 +1,195 @@
+"""Tests of the loopback launcher: real dist_sync jobs on 127.0.0.1, each under a timeout."""
+
+import io
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mxpatch_bind.launch import launch, main
+
+REPO = Path(__file__).resolve().parents[1]
+WORKER = Path(__file__).resolve().parent / "dist_scripts" / "launch_worker.py"
+# The launcher names every process it started, with its PID, in one line.
+STARTED = re.compile(r"(scheduler|server \d+|worker \d+) \(pid (\d+)\)")
+# Generous: a 2-worker dist_sync step takes about 4 s on 2 cores.
+JOB_TIMEOUT_S = 60
+
+
+class Job:
+    """What one in-process launch returned and printed."""
+
+    def __init__(self, code, out, err, elapsed):
+        self.code = code
+        self.out = out
+        self.err = err
+        self.elapsed = elapsed
+        self.pids = {name: int(pid) for name, pid in STARTED.findall(err)}
+
+
+def run_job(worker_args, num_workers=2, **kwargs):
+    kwargs.setdefault("timeout", JOB_TIMEOUT_S)
+    out, err = io.StringIO(), io.StringIO()
+    started = time.monotonic()
+    code = launch([sys.executable, str(WORKER), *worker_args], num_workers,
+                  stdout=out, stderr=err, **kwargs)
+    return Job(code, out.getvalue(), err.getvalue(), time.monotonic() - started)
+
+
+def alive(pids):
+    """The PIDs among ``pids`` that still name a process (zombies included)."""
+    found = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        found.append(pid)
+    return found
+
+
+def cli_environ():
+    environ = dict(os.environ)
+    search_path = [str(REPO), environ.get("PYTHONPATH")]
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, search_path))
+    return environ
+
+
+def cli(*args):
+    return [sys.executable, "-m", "mxpatch_bind.launch", *args]
+
+
+def test_two_workers_each_pull_the_sum_of_both_pushes():
+    job = run_job(["push-pull"])
+
+    assert job.code == 0, job.err
+    # Without an updater the server assigns the sum of the workers' pushes: 1 + 2.
+    lines = {line for line in job.out.splitlines() if "pulled" in line}
+    assert {re.sub(r"^\[worker \d\] ", "", line) for line in lines} == {
+        "rank 0 of 2 pulled [3.0]", "rank 1 of 2 pulled [3.0]"}
+    assert {line[:len("[worker 0] ")] for line in lines} == {"[worker 0] ", "[worker 1] "}
+    assert set(job.pids) == {"scheduler", "server 0", "worker 0", "worker 1"}
+    # ps-lite ends the scheduler and server once the workers finalize the kvstore.
+    assert "still running" not in job.err
+    assert alive(job.pids.values()) == []
+
+
+def test_a_failing_worker_stops_the_job_with_its_exit_code():
+    job = run_job(["fail-on", "1", "3"])
+
+    assert job.code == 3
+    assert job.elapsed < JOB_TIMEOUT_S / 3
+    assert "mxpatch_bind.launch: worker 1 exited with code 3; stopping 3 other processes" in job.err
+    assert "[worker 1] failing on purpose" in job.err
+    assert len(job.pids) == 4
+    assert alive(job.pids.values()) == []
+
+
+def test_a_failing_server_stops_the_job(tmp_path):
+    # A stand-in for mxnet on the path: the server fails as soon as it starts.
+    (tmp_path / "mxnet.py").write_text(
+        "import os, sys, time\n"
+        "if os.environ['DMLC_ROLE'] == 'server':\n"
+        "    sys.exit(5)\n"
+        "time.sleep(3600)\n")
+
+    job = run_job(["sleep"], env={"PYTHONPATH": str(tmp_path)})
+
+    assert job.code == 5
+    assert "mxpatch_bind.launch: server 0 exited with code 5; stopping 3 other processes" in job.err
+    assert alive(job.pids.values()) == []
+
+
+def test_the_timeout_stops_a_job_that_hangs():
+    job = run_job(["sleep"], num_workers=1, timeout=3)
+
+    assert job.code == 124
+    assert 3 <= job.elapsed < 3 + 10
+    assert "timed out after 3 s waiting for worker 0; stopping 3 processes" in job.err
+    assert "[worker 0] sleeping" in job.out
+    assert alive(job.pids.values()) == []
+
+
+def test_a_worker_command_that_cannot_start_stops_the_job():
+    err = io.StringIO()
+
+    code = launch(["/nonexistent/worker"], 1, timeout=JOB_TIMEOUT_S,
+                  stdout=io.StringIO(), stderr=err)
+
+    assert code == 127
+    assert "cannot start worker 0 ('/nonexistent/worker')" in err.getvalue()
+
+
+def test_a_command_given_as_one_string_is_refused():
+    with pytest.raises(ValueError, match=r"got 'python train\.py'"):
+        launch("python train.py", 2)
+
+
+@pytest.mark.parametrize("value", [0, -1, True, 1.5])
+def test_a_worker_count_below_one_or_not_an_int_is_refused(value):
+    expected = r"num_workers must be an int >= 1, got {!r}".format(value)
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        launch(["python"], value)
+
+
+def test_the_cli_passes_everything_after_the_separator_to_the_workers():
+    result = subprocess.run(
+        cli("-n", "2", "-s", "2", "--timeout", "30", "--grace", "0.5",
+            "--", sys.executable, str(WORKER), "show", "-n", "5", "--", "--timeout"),
+        env=cli_environ(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        universal_newlines=True, timeout=JOB_TIMEOUT_S)
+
+    assert result.returncode == 0, result.stderr
+    for index in (0, 1):
+        prefix = "[worker {}] ".format(index)
+        for line in ("argv ['-n', '5', '--', '--timeout']",
+                     "DMLC_ROLE=worker", "DMLC_NUM_WORKER=2", "DMLC_NUM_SERVER=2",
+                     "DMLC_PS_ROOT_URI=127.0.0.1", "DMLC_NODE_HOST=127.0.0.1",
+                     "MXPATCH_LAUNCH_WORKER_INDEX={}".format(index)):
+            assert prefix + line in result.stdout.splitlines()
+    ports = set(re.findall(r"DMLC_PS_ROOT_PORT=(\d+)", result.stdout))
+    assert len(ports) == 1 and "scheduler on 127.0.0.1:{}".format(*ports) in result.stderr
+    # These workers never created a kvstore, so nothing told the servers to stop.
+    assert "workers succeeded; stopping scheduler, server 0, server 1" in result.stderr
+    assert alive(int(pid) for _, pid in STARTED.findall(result.stderr)) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_cli_stops_the_job(signum):
+    launcher = subprocess.Popen(
+        cli("-n", "1", "--timeout", "30", "--", sys.executable, str(WORKER), "sleep"),
+        env=cli_environ(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        universal_newlines=True, start_new_session=True)
+    try:
+        started = launcher.stderr.readline()
+        launcher.send_signal(signum)
+        rest = launcher.communicate(timeout=JOB_TIMEOUT_S)[1]
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+
+    assert launcher.returncode == 128 + signum
+    assert "received {}; stopping 3 processes".format(signum.name) in rest
+    pids = [int(pid) for _, pid in STARTED.findall(started)]
+    assert len(pids) == 3 and alive(pids) == []
+
+
+@pytest.mark.parametrize("argv, complaint", [
+    (["-n", "0", "--", "python"], "-n/--num-workers must be >= 1, got 0"),
+    (["-n", "2", "-s", "0", "--", "python"], "-s/--num-servers must be >= 1, got 0"),
+    (["-n", "2", "--"], "a worker command is required"),
+    (["-n", "2", "--timeout", "-1", "--", "python"], "--timeout must be >= 0, got -1.0"),
+    (["--", "python"], "the following arguments are required: -n/--num-workers"),
+])
+def test_the_cli_refuses_bad_arguments_before_starting_anything(argv, complaint, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+
+    assert exit_info.value.code == 2
+    assert complaint in capsys.readouterr().err
