@@ -202,7 +202,8 @@ def _parse_devices(spec, what, names, num_devices, strict_names):
 
 def _parse_device(index, entry, what):
     if not _is_device_entry(entry):
-        kind = "a flat (name, shape) entry" if _is_stock_entry(entry) else "%r" % (entry,)
+        kind = ("a flat (name, shape) entry %r" % (entry,) if _is_stock_entry(entry)
+                else "%r" % (entry,))
         raise ShapeSpecError(
             "%s[%d] is %s, mixed into a per-device spec; expected %s"
             % (what, index, kind, _ENTRY_FORM))
