@@ -1,0 +1,593 @@
+"""The patch lifecycle: install / uninstall / patched() / status, and what survives uninstall."""
+
+import functools
+import inspect
+import logging
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import threading
+import types
+
+import mxnet as mx
+import numpy as np
+import pytest
+import wrapt
+
+import mxpatch_bind
+from mxpatch_bind import PatchError, UnsupportedMXNetError
+from nets import conv_net, mlp
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TARGETS = [(mx.mod.Module, "bind"), (mx.mod.Module, "reshape"), (mx.mod.BucketingModule, "bind")]
+
+# Captured when the test module is imported, before any test has installed anything.
+ORIGINALS = {(owner, name): vars(owner)[name] for owner, name in TARGETS}
+
+DATA_SHAPES = [[("data", (2, 3, 8, 8))], [("data", (3, 3, 6, 10))]]
+LABEL_SHAPES = [[("softmax_label", (2,))], [("softmax_label", (3,))]]
+
+
+def assert_originals_restored():
+    for (owner, name), original in ORIGINALS.items():
+        assert vars(owner)[name] is original, "%s.%s not restored" % (owner.__name__, name)
+
+
+def assert_not_patched():
+    status = mxpatch_bind.status()
+    assert not mxpatch_bind.is_installed()
+    assert (status.installed, status.refcount, status.pending) == (False, 0, False)
+    assert_originals_restored()
+
+
+def test_originals_were_captured_unpatched():
+    for original in ORIGINALS.values():
+        assert type(original) is types.FunctionType
+
+
+# --------------------------------------------------------------------------- restore by identity
+def test_install_replaces_every_target_with_a_wrapper_of_the_original():
+    mxpatch_bind.install()
+    try:
+        for (owner, name), original in ORIGINALS.items():
+            assert vars(owner)[name] is not original
+            assert vars(owner)[name].__wrapped__ is original
+    finally:
+        mxpatch_bind.uninstall()
+
+
+def test_uninstall_restores_the_original_functions_by_identity():
+    mxpatch_bind.install()
+    mxpatch_bind.uninstall()
+    assert_not_patched()
+
+
+def test_status_lists_the_three_targets_and_the_mxnet_version():
+    status = mxpatch_bind.status()
+    assert status.targets == ("mxnet.module.module.Module.bind",
+                              "mxnet.module.module.Module.reshape",
+                              "mxnet.module.bucketing_module.BucketingModule.bind")
+    assert status.mxnet_version == mx.__version__
+
+
+# --------------------------------------------------------------------------- reference counting
+def test_k_installs_need_k_uninstalls():
+    for _ in range(3):
+        mxpatch_bind.install()
+    assert mxpatch_bind.status().refcount == 3
+    for remaining in (2, 1):
+        mxpatch_bind.uninstall()
+        assert mxpatch_bind.is_installed()
+        assert mxpatch_bind.status().refcount == remaining
+    mxpatch_bind.uninstall()
+    assert_not_patched()
+
+
+def test_repeated_install_does_not_stack_wrappers():
+    mxpatch_bind.install()
+    mxpatch_bind.install()
+    try:
+        for (owner, name), original in ORIGINALS.items():
+            assert vars(owner)[name].__wrapped__ is original
+    finally:
+        mxpatch_bind.uninstall()
+        mxpatch_bind.uninstall()
+
+
+def test_uninstall_when_nothing_is_installed_logs_a_warning_and_raises_nothing(caplog):
+    with caplog.at_level(logging.WARNING, logger="mxpatch_bind"):
+        mxpatch_bind.uninstall()
+    assert any(record.levelno == logging.WARNING and "not installed" in record.getMessage()
+               for record in caplog.records)
+    assert_not_patched()
+
+
+# --------------------------------------------------------------------------- patched()
+def test_patched_installs_inside_the_block_and_restores_after_it():
+    with mxpatch_bind.patched():
+        assert mxpatch_bind.is_installed()
+    assert_not_patched()
+
+
+def test_nested_patched_blocks_restore_only_when_the_outermost_exits():
+    with mxpatch_bind.patched():
+        with mxpatch_bind.patched():
+            assert mxpatch_bind.status().refcount == 2
+        assert mxpatch_bind.is_installed()
+        assert mxpatch_bind.status().refcount == 1
+    assert_not_patched()
+
+
+def test_patched_inside_install_leaves_the_install_in_force():
+    mxpatch_bind.install()
+    try:
+        with mxpatch_bind.patched():
+            pass
+        assert mxpatch_bind.is_installed()
+        assert mxpatch_bind.status().refcount == 1
+    finally:
+        mxpatch_bind.uninstall()
+    assert_not_patched()
+
+
+def test_an_exception_inside_patched_restores_and_propagates():
+    with pytest.raises(KeyError, match="boom"):
+        with mxpatch_bind.patched():
+            raise KeyError("boom")
+    assert_not_patched()
+
+
+def test_patched_as_a_decorator_restores_after_return():
+    @mxpatch_bind.patched()
+    def train():
+        return mxpatch_bind.is_installed()
+
+    assert train() is True
+    assert_not_patched()
+
+
+def test_patched_as_a_decorator_restores_after_an_exception():
+    @mxpatch_bind.patched()
+    def train():
+        raise RuntimeError("diverged")
+
+    with pytest.raises(RuntimeError, match="diverged"):
+        train()
+    assert_not_patched()
+
+
+def test_a_decorated_function_can_be_called_repeatedly_and_recursively():
+    @mxpatch_bind.patched()
+    def countdown(n):
+        return mxpatch_bind.status().refcount if n == 0 else countdown(n - 1)
+
+    assert countdown(2) == 3
+    assert countdown(0) == 1
+    assert_not_patched()
+
+
+def test_the_same_patched_object_can_be_reused():
+    block = mxpatch_bind.patched()
+    for _ in range(2):
+        with block:
+            assert mxpatch_bind.is_installed()
+        assert_not_patched()
+
+
+def test_the_same_patched_object_can_be_re_entered():
+    block = mxpatch_bind.patched()
+    with block:
+        with block:
+            assert mxpatch_bind.status().refcount == 2
+        assert mxpatch_bind.is_installed()
+    assert_not_patched()
+
+
+# --------------------------------------------------------------------------- introspection
+@pytest.mark.parametrize("owner, name", TARGETS, ids=["Module.bind", "Module.reshape",
+                                                       "BucketingModule.bind"])
+def test_patched_methods_keep_the_original_signature_and_docstring(owner, name):
+    original = ORIGINALS[(owner, name)]
+    with mxpatch_bind.patched():
+        method = getattr(owner, name)
+        assert inspect.signature(method) == inspect.signature(original)
+        assert method.__doc__ == original.__doc__
+        assert method.__doc__
+        assert method.__qualname__ == original.__qualname__
+
+
+# --------------------------------------------------------------------------- foreign wrappers
+def _counting_wrapper(calls):
+    def count_binds(wrapped, instance, args, kwargs):
+        calls.append(instance)
+        return wrapped(*args, **kwargs)
+    return count_binds
+
+
+def _bind_stock_mlp():
+    mod = mx.mod.Module(mlp(), context=mx.cpu(0))
+    mod.bind([("data", (2, 5))], [("softmax_label", (2,))])
+    return mod
+
+
+def test_status_names_a_foreign_wrapt_wrapper_put_on_top():
+    mxpatch_bind.install()
+    theirs = wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper([]))
+    try:
+        (entry,) = mxpatch_bind.status().foreign_wrappers
+        assert entry.startswith("mxnet.module.module.Module.bind: ")
+        assert ("%x" % id(theirs)) in entry
+    finally:
+        mxpatch_bind.uninstall()
+        wrapt.unwrap_object(mx.mod.Module, "bind", theirs)
+    assert_not_patched()
+
+
+def test_uninstall_splices_ours_out_from_under_a_foreign_wrapt_wrapper():
+    calls = []
+    mxpatch_bind.install()
+    theirs = wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper(calls))
+    try:
+        mxpatch_bind.uninstall()
+        assert not mxpatch_bind.is_installed()
+        assert vars(mx.mod.Module)["bind"] is theirs
+        assert theirs.__wrapped__ is ORIGINALS[(mx.mod.Module, "bind")]
+        mod = _bind_stock_mlp()
+        assert calls == [mod] and mod.binded
+        assert mxpatch_bind.status().foreign_wrappers == ()
+    finally:
+        wrapt.unwrap_object(mx.mod.Module, "bind", theirs)
+    assert_not_patched()
+
+
+def test_removing_the_foreign_wrapper_afterwards_restores_the_original_by_identity():
+    mxpatch_bind.install()
+    theirs = wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper([]))
+    mxpatch_bind.uninstall()
+    wrapt.unwrap_object(mx.mod.Module, "bind", theirs)
+    assert_not_patched()
+
+
+def test_a_foreign_wrapt_wrapper_beneath_ours_survives_uninstall():
+    calls = []
+    theirs = wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper(calls))
+    try:
+        with mxpatch_bind.patched():
+            assert mxpatch_bind.status().foreign_wrappers == ()
+        assert vars(mx.mod.Module)["bind"] is theirs
+        _bind_stock_mlp()
+        assert len(calls) == 1
+    finally:
+        wrapt.unwrap_object(mx.mod.Module, "bind", theirs)
+    assert_not_patched()
+
+
+def test_uninstall_refuses_when_a_plain_function_wraps_ours_and_changes_nothing():
+    mxpatch_bind.install()
+    ours = vars(mx.mod.Module)["bind"]
+
+    @functools.wraps(ours)
+    def plain(*args, **kwargs):
+        return ours(*args, **kwargs)
+
+    mx.mod.Module.bind = plain
+    try:
+        with pytest.raises(PatchError, match="%x" % id(plain)) as raised:
+            mxpatch_bind.uninstall()
+        assert "Module.bind" in str(raised.value)
+        assert mxpatch_bind.is_installed()
+        assert mxpatch_bind.status().refcount == 1
+        assert vars(mx.mod.Module)["bind"] is plain
+        assert plain.__wrapped__ is ours
+        assert ours.__wrapped__ is ORIGINALS[(mx.mod.Module, "bind")]
+        for owner, name in TARGETS[1:]:
+            assert vars(owner)[name].__wrapped__ is ORIGINALS[(owner, name)]
+    finally:
+        mx.mod.Module.bind = ours
+    mxpatch_bind.uninstall()
+    assert_not_patched()
+
+
+def test_uninstall_refuses_when_a_target_was_replaced_wholesale_and_changes_nothing():
+    mxpatch_bind.install()
+    ours = vars(mx.mod.Module)["reshape"]
+
+    def replacement(self, data_shapes, label_shapes=None):
+        raise NotImplementedError
+
+    mx.mod.Module.reshape = replacement
+    try:
+        with pytest.raises(PatchError, match="replacement") as raised:
+            mxpatch_bind.uninstall()
+        assert "Module.reshape" in str(raised.value)
+        assert mxpatch_bind.is_installed()
+        assert mxpatch_bind.status().refcount == 1
+        assert vars(mx.mod.Module)["reshape"] is replacement
+        assert vars(mx.mod.Module)["bind"].__wrapped__ is ORIGINALS[(mx.mod.Module, "bind")]
+    finally:
+        mx.mod.Module.reshape = ours
+    mxpatch_bind.uninstall()
+    assert_not_patched()
+
+
+# --------------------------------------------------------------------------- threads
+def test_churning_install_and_uninstall_from_threads_while_binding_is_safe():
+    errors, violations, bound = [], [], []
+    binder_done = threading.Event()
+    start = threading.Barrier(5)
+
+    def churn(seed):
+        rng = np.random.RandomState(seed)
+        try:
+            start.wait(timeout=30)
+            cycles = 0
+            while cycles < 300 or not binder_done.is_set():
+                cycles += 1
+                if rng.rand() < 0.5:
+                    mxpatch_bind.install()
+                    if not mxpatch_bind.is_installed():
+                        violations.append("not installed after install()")
+                    mxpatch_bind.uninstall()
+                else:
+                    with mxpatch_bind.patched():
+                        if not mxpatch_bind.is_installed():
+                            violations.append("not installed inside patched()")
+                        mxpatch_bind.status()
+        except Exception as error:  # pylint: disable=broad-except
+            errors.append(error)
+
+    def bind_modules():
+        try:
+            start.wait(timeout=30)
+            for attempt in range(40):
+                mod = mx.mod.Module(mlp(), context=[mx.cpu(0), mx.cpu(1)])
+                if attempt % 2:
+                    mxpatch_bind.bind(mod, [[("data", (1, 5))], [("data", (3, 5))]],
+                                      [[("softmax_label", (1,))], [("softmax_label", (3,))]])
+                    shapes = [[d.shape for d in device] for device in mod.data_shapes]
+                    if shapes != [[(1, 5)], [(3, 5)]]:
+                        violations.append("per-device bind gave %r" % (shapes,))
+                else:
+                    mxpatch_bind.bind(mod, [("data", (4, 5))], [("softmax_label", (4,))])
+                    if [d.shape for d in mod.data_shapes] != [(4, 5)]:
+                        violations.append("stock bind gave %r" % (mod.data_shapes,))
+                bound.append(mod)
+        except Exception as error:  # pylint: disable=broad-except
+            errors.append(error)
+        finally:
+            binder_done.set()
+
+    # Switch threads often so that install, uninstall and binding really interleave.
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        threads = [threading.Thread(target=churn, args=(seed,), daemon=True) for seed in range(4)]
+        threads.append(threading.Thread(target=bind_modules, daemon=True))
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        sys.setswitchinterval(switch_interval)
+    assert not any(thread.is_alive() for thread in threads)
+    assert errors == []
+    assert violations == []
+    assert len(bound) == 40 and all(mod.binded for mod in bound)
+    assert_not_patched()
+
+
+# --------------------------------------------------------------------------- version guard
+@pytest.mark.parametrize("version", ["2.0.0", "1.5.1"])
+def test_install_refuses_an_unsupported_mxnet_version_and_patches_nothing(monkeypatch, version):
+    monkeypatch.setattr(mx, "__version__", version)
+    with pytest.raises(UnsupportedMXNetError, match=re.escape(version)):
+        mxpatch_bind.install()
+    assert_not_patched()
+
+
+@pytest.mark.parametrize("version", ["2.0.0", "1.5.1"])
+def test_forced_install_on_an_unsupported_version_warns_patches_and_uninstalls(monkeypatch,
+                                                                                version):
+    monkeypatch.setattr(mx, "__version__", version)
+    with pytest.warns(RuntimeWarning, match=re.escape(version)):
+        mxpatch_bind.install(force=True)
+    try:
+        assert mxpatch_bind.is_installed()
+    finally:
+        mxpatch_bind.uninstall()
+    assert_not_patched()
+
+
+@pytest.mark.parametrize("owner, name, target", [
+    (mx.mod.Module, "bind", "mxnet.module.module.Module.bind"),
+    (mx.mod.Module, "reshape", "mxnet.module.module.Module.reshape"),
+    (mx.mod.BucketingModule, "bind", "mxnet.module.bucketing_module.BucketingModule.bind"),
+], ids=["Module.bind", "Module.reshape", "BucketingModule.bind"])
+def test_install_refuses_a_method_whose_parameters_changed(monkeypatch, owner, name, target):
+    def changed(self, shapes, training=True):
+        raise NotImplementedError
+
+    monkeypatch.setattr(owner, name, changed)
+    with pytest.raises(UnsupportedMXNetError) as raised:
+        mxpatch_bind.install()
+    assert target in str(raised.value)
+    assert "'shapes', 'training'" in str(raised.value)
+    assert vars(owner)[name] is changed
+    assert mxpatch_bind.status().refcount == 0
+    assert not mxpatch_bind.is_installed()
+
+
+# --------------------------------------------------------------------------- deferred install
+def _run_python(code):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO_ROOT, env.get("PYTHONPATH")]))
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def test_importing_mxpatch_bind_does_not_import_mxnet():
+    out = _run_python("""
+        import sys
+        import mxpatch_bind
+        assert 'mxnet' not in sys.modules, 'import mxpatch_bind imported mxnet'
+        mxpatch_bind.status()
+        mxpatch_bind.is_installed()
+        assert 'mxnet' not in sys.modules, 'status() imported mxnet'
+        print('ok')
+    """)
+    assert out.split() == ["ok"]
+
+
+def test_install_before_importing_mxnet_patches_on_import():
+    out = _run_python("""
+        import sys
+        import mxpatch_bind
+        mxpatch_bind.install()
+        status = mxpatch_bind.status()
+        assert 'mxnet' not in sys.modules
+        assert status.pending and not status.installed and status.refcount == 1, status
+        assert status.mxnet_version is None
+        import mxnet as mx
+        status = mxpatch_bind.status()
+        assert status.installed and not status.pending and status.refcount == 1, status
+        original = vars(mx.mod.Module)['bind'].__wrapped__
+        net = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=2, name='fc')
+        mod = mx.mod.Module(net, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([[('data', (1, 4))], [('data', (3, 4))]], for_training=False)
+        print([[d.shape for d in device] for device in mod.data_shapes])
+        mxpatch_bind.uninstall()
+        assert vars(mx.mod.Module)['bind'] is original
+        assert not mxpatch_bind.status().installed
+    """)
+    assert out.splitlines()[-1] == "[[(1, 4)], [(3, 4)]]"
+
+
+def test_uninstall_before_importing_mxnet_cancels_the_pending_install():
+    out = _run_python("""
+        import mxpatch_bind
+        mxpatch_bind.install()
+        mxpatch_bind.uninstall()
+        import mxnet as mx
+        status = mxpatch_bind.status()
+        assert (status.installed, status.pending, status.refcount) == (False, False, 0), status
+        assert not hasattr(vars(mx.mod.Module)['bind'], '__wrapped__')
+        print('ok')
+    """)
+    assert out.split()[-1] == "ok"
+
+
+class _StillPending(AssertionError):
+    """The install() waiting for MXNet never applied: the known bug, not any other failure."""
+
+
+@pytest.mark.xfail(strict=True, raises=_StillPending, reason=(
+    "bug: wrapt fires the post-import hook at once for a module already in sys.modules, "
+    "even one another thread is still importing; _on_mxnet_imported then sees refcount 0 "
+    "and returns, the hook is spent, and the install stays pending forever"))
+def test_install_while_another_thread_imports_mxnet_patches_when_the_import_ends():
+    out = _run_python("""
+        import sys, threading, time
+        import mxpatch_bind
+        importer = threading.Thread(target=__import__, args=('mxnet',))
+        importer.start()
+        while 'mxnet' not in sys.modules:
+            time.sleep(0.0002)
+        caught_mid_import = 'mxnet.module.module' not in sys.modules
+        mxpatch_bind.install()
+        importer.join()
+        import mxnet
+        print(caught_mid_import, mxpatch_bind.status().installed)
+        mxpatch_bind.uninstall()
+    """)
+    caught_mid_import, installed = out.split()[-2:]
+    if caught_mid_import != "True":
+        pytest.skip("the import finished before install() ran")
+    if installed != "True":
+        raise _StillPending("install() stayed pending after the import finished")
+
+
+# --------------------------------------------------------------------------- after uninstall
+def _device_batch(shapes, seed=0):
+    rng = np.random.RandomState(seed)
+    data = [[mx.nd.array(rng.uniform(-1, 1, shape))] for shape in shapes]
+    label = [[mx.nd.array(rng.randint(0, 3, shape[0]))] for shape in shapes]
+    return mx.io.DataBatch(data=data, label=label)
+
+
+@pytest.fixture
+def module_bound_while_patched(contexts):
+    mod = mx.mod.Module(conv_net(), context=contexts)
+    with mxpatch_bind.patched():
+        mod.bind(DATA_SHAPES, LABEL_SHAPES)
+    mod.init_params(initializer=mx.init.Xavier())
+    assert not mxpatch_bind.is_installed()
+    return mod
+
+
+def _data_shapes(mod):
+    return [[tuple(d.shape) for d in device] for device in mod.data_shapes]
+
+
+def test_a_per_device_module_is_still_a_module(module_bound_while_patched):
+    assert isinstance(module_bound_while_patched, mx.mod.Module)
+    assert isinstance(module_bound_while_patched, mx.mod.BaseModule)
+
+
+def test_a_per_device_module_forwards_new_shapes_after_uninstall(module_bound_while_patched):
+    mod = module_bound_while_patched
+    new_shapes = [(1, 3, 10, 10), (2, 3, 14, 8)]
+    mod.forward(_device_batch(new_shapes), is_train=True)
+    assert _data_shapes(mod) == [[shape] for shape in new_shapes]
+    (outputs,) = mod.get_outputs(merge_multi_context=False)
+    assert [o.shape for o in outputs] == [(1, 3), (2, 3)]
+    assert_not_patched()
+
+
+def test_a_per_device_module_trains_after_uninstall(module_bound_while_patched):
+    mod = module_bound_while_patched
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.5})
+    before = mod.get_params()[0]["fc_weight"].asnumpy()
+    mod.forward(_device_batch([(1, 3, 10, 10), (2, 3, 14, 8)]), is_train=True)
+    mod.backward()
+    mod.update()
+    after = mod.get_params()[0]["fc_weight"].asnumpy()
+    assert np.all(np.isfinite(after))
+    assert not np.allclose(before, after)
+    assert_not_patched()
+
+
+def test_a_per_device_module_reshapes_per_device_after_uninstall(module_bound_while_patched):
+    mod = module_bound_while_patched
+    mod.reshape([[("data", (3, 3, 5, 7))], [("data", (1, 3, 9, 9))]],
+                [[("softmax_label", (3,))], [("softmax_label", (1,))]])
+    assert _data_shapes(mod) == [[(3, 3, 5, 7)], [(1, 3, 9, 9)]]
+    mod.forward(_device_batch([(3, 3, 5, 7), (1, 3, 9, 9)]), is_train=False)
+    assert [o.shape for o in mod.get_outputs(merge_multi_context=False)[0]] == [(3, 3), (1, 3)]
+    assert_not_patched()
+
+
+def test_a_per_device_module_rebinds_per_device_after_uninstall(module_bound_while_patched):
+    mod = module_bound_while_patched
+    params = {name: value.asnumpy() for name, value in mod.get_params()[0].items()}
+    mod.bind([[("data", (4, 3, 6, 6))], [("data", (2, 3, 8, 4))]],
+             [[("softmax_label", (4,))], [("softmax_label", (2,))]], force_rebind=True)
+    assert mod.binded
+    assert _data_shapes(mod) == [[(4, 3, 6, 6)], [(2, 3, 8, 4)]]
+    for name, value in mod.get_params()[0].items():
+        np.testing.assert_array_equal(value.asnumpy(), params[name])
+    mod.forward(_device_batch([(4, 3, 6, 6), (2, 3, 8, 4)]), is_train=False)
+    assert [o.shape for o in mod.get_outputs(merge_multi_context=False)[0]] == [(4, 3), (2, 3)]
+    assert_not_patched()
+
+
+def test_a_module_created_while_patched_binds_stock_shapes_after_uninstall(contexts):
+    with mxpatch_bind.patched():
+        mod = mx.mod.Module(conv_net(), context=contexts)
+    mod.bind([("data", (4, 3, 8, 8))], [("softmax_label", (4,))])
+    assert type(mod) is mx.mod.Module
+    assert [d.shape for d in mod.data_shapes] == [(4, 3, 8, 8)]

@@ -1,0 +1,248 @@
+"""Malformed per-device shape specs: a ShapeSpecError naming device and entry; nothing changes."""
+
+import ast
+import os
+
+import mxnet as mx
+import numpy as np
+import pytest
+
+import mxpatch_bind
+from mxpatch_bind import ShapeSpecError
+from nets import conv_net, fixed_params
+
+PACKAGE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "mxpatch_bind")
+
+D0 = ("data", (2, 3, 8, 8))
+D1 = ("data", (3, 3, 6, 10))
+L0 = ("softmax_label", (2,))
+L1 = ("softmax_label", (3,))
+DATA_SHAPES = [[D0], [D1]]
+LABEL_SHAPES = [[L0], [L1]]
+NCHW = mx.io.DataDesc("data", (2, 3, 8, 8), layout="NCHW")
+CNHW = mx.io.DataDesc("data", (3, 3, 6, 10), layout="CNHW")
+
+
+def bad(data_shapes, label_shapes, fragments, id):  # pylint: disable=redefined-builtin
+    """One malformed spec and the fragments its message must contain (device index, entry)."""
+    return pytest.param(data_shapes, label_shapes, fragments, id=id)
+
+
+BAD_SPECS = [
+    # How many device entries
+    bad([[D0]], None, ["data_shapes has 1 entries", "2 contexts", repr([[D0]])],
+        "one_data_entry_for_two_contexts"),
+    bad([[D0], [D1], [D1]], None, ["data_shapes has 3 entries", "2 contexts"],
+        "three_data_entries_for_two_contexts"),
+    bad(DATA_SHAPES, [[L0]], ["label_shapes has 1 entries", "2 contexts", repr([[L0]])],
+        "one_label_entry_for_two_contexts"),
+    # Flat and per-device forms mixed
+    bad([[D0], D1], None, ["data_shapes[1]", repr(D1)], "flat_entry_after_a_device_entry"),
+    bad([D0, [D1]], None, ["data_shapes[0]", repr(D0)], "flat_entry_before_a_device_entry"),
+    bad([("data", (5, 3, 8, 8))], LABEL_SHAPES, [repr(LABEL_SHAPES), "flat"],
+        "flat_data_with_per_device_labels"),
+    # Names
+    bad([[D0], [("image", (3, 3, 6, 10))]], None, ["data_shapes[1]", "['image']", "['data']"],
+        "data_names_differ_between_devices"),
+    bad(DATA_SHAPES, [[L0], [("label", (3,))]], ["label_shapes[1]", "['label']"],
+        "label_names_differ_between_devices"),
+    bad([[("image", (2, 3, 8, 8))], [("image", (3, 3, 6, 10))]], None,
+        ["data_shapes names ['image']", "['data']"], "data_names_differ_from_the_module"),
+    bad(DATA_SHAPES, [[("label", (2,))], [("label", (3,))]],
+        ["label_shapes names ['label']", "['softmax_label']"],
+        "label_names_differ_from_the_module"),
+    bad([[D0], [D1, D1]], None, ["data_shapes[1]", "['data', 'data']"],
+        "duplicate_name_within_a_device"),
+    # Labels for only some devices
+    bad(DATA_SHAPES, [[L0], None], ["device 1", repr([[L0], None])], "labels_none_on_device_1"),
+    bad(DATA_SHAPES, [None, [L1]], ["device 0", repr([None, [L1]])], "labels_none_on_device_0"),
+    # Dimensions
+    bad([[D0], [("data", (3, -3, 6, 10))]], None, ["data_shapes[1]", "(3, -3, 6, 10)", "-3"],
+        "negative_dim"),
+    bad([[("data", (0, 3, 8, 8))], [D1]], None, ["data_shapes[0]", "(0, 3, 8, 8)", "dimension 0"],
+        "zero_dim"),
+    bad([[D0], [("data", (3, 3, 6.0, 10))]], None, ["data_shapes[1]", "(3, 3, 6.0, 10)", "6.0"],
+        "float_dim"),
+    bad([[D0], [("data", (True, 3, 6, 10))]], None, ["data_shapes[1]", "(True, 3, 6, 10)"],
+        "bool_dim"),
+    bad(DATA_SHAPES, [[L0], [("softmax_label", (-3,))]], ["label_shapes[1]", "(-3,)"],
+        "negative_label_dim"),
+    bad([[D0], [("data", ())]], None, ["data_shapes[1]", "()"], "empty_shape"),
+    # Something else where a shape belongs
+    bad([[D0], [("data", {"n": 3})]], None, ["data_shapes[1]", "{'n': 3}"], "dict_as_shape"),
+    bad([[D0], [("data", "3x3x6x10")]], None, ["data_shapes[1]", "'3x3x6x10'"],
+        "string_as_shape"),
+    bad([[D0], [("data", np.array([3, 3, 6, 10]))]], None,
+        ["data_shapes[1]", repr(np.array([3, 3, 6, 10]))], "numpy_array_as_shape"),
+    bad([[(2, 3, 8, 8)], [(3, 3, 6, 10)]], None, ["data_shapes[0]", "(2, 3, 8, 8)"],
+        "shapes_without_names"),
+    bad([[D0], [("data", (3, 3, 6, 10), np.float32, "NCHW", "extra")]], None,
+        ["data_shapes[1]", "'extra'"], "entry_with_five_fields"),
+    # Something else where a device entry belongs
+    bad([[D0], {"data": (3, 3, 6, 10)}], None, ["data_shapes[1]", "{'data': (3, 3, 6, 10)}"],
+        "dict_as_device_entry"),
+    bad([[D0], "data"], None, ["data_shapes[1]", "'data'"], "string_as_device_entry"),
+    bad(DATA_SHAPES, [[L0], {"softmax_label": (3,)}], ["label_shapes[1]", "{'softmax_label'"],
+        "dict_as_label_device_entry"),
+    bad(DATA_SHAPES, {"softmax_label": (2,)}, ["label_shapes", "{'softmax_label': (2,)}"],
+        "dict_as_label_shapes"),
+    # Batch sizes and layouts
+    bad(DATA_SHAPES, [[L0], [("softmax_label", (4,))]],
+        ["device 1", "'data': 3", "'softmax_label': 4"], "label_batch_differs_from_data"),
+    bad([[NCHW], [CNHW]], None, ["data_shapes[1]", "'CNHW'", "'NCHW'"],
+        "batch_axis_differs_between_devices"),
+    bad([[mx.io.DataDesc("data", (2,), layout="TNC")],
+         [mx.io.DataDesc("data", (3,), layout="TNC")]], None,
+        ["data_shapes[0]", "'TNC'", "(2,)"], "batch_axis_outside_the_shape"),
+]
+
+
+def assert_names_the_problem(error, fragments):
+    assert isinstance(error, ValueError)
+    message = str(error)
+    for fragment in fragments:
+        assert fragment in message, "%r missing from %r" % (fragment, message)
+
+
+# --------------------------------------------------------------------------- bind
+def bind_through_patched_method(mod, data_shapes, label_shapes, **kwargs):
+    with mxpatch_bind.patched():
+        mod.bind(data_shapes, label_shapes, **kwargs)
+
+
+def bind_through_free_function(mod, data_shapes, label_shapes, **kwargs):
+    mxpatch_bind.bind(mod, data_shapes, label_shapes, **kwargs)
+
+
+BIND_ENTRY_POINTS = [
+    pytest.param(bind_through_patched_method, id="patched_Module.bind"),
+    pytest.param(bind_through_free_function, id="mxpatch_bind.bind"),
+]
+
+
+@pytest.mark.parametrize("bind", BIND_ENTRY_POINTS)
+@pytest.mark.parametrize("data_shapes, label_shapes, fragments", BAD_SPECS)
+def test_a_malformed_spec_fails_bind_and_leaves_the_module_unbound(contexts, bind, data_shapes,
+                                                                   label_shapes, fragments):
+    mod = mx.mod.Module(conv_net(), context=contexts)
+    with pytest.raises(ShapeSpecError) as raised:
+        bind(mod, data_shapes, label_shapes)
+    assert_names_the_problem(raised.value, fragments)
+    assert mod.binded is False
+    assert mod._exec_group is None
+    assert mod._data_shapes is None and mod._label_shapes is None
+    assert mod._arg_params is None and mod._aux_params is None
+    assert mod.params_initialized is False
+    assert type(mod) is mx.mod.Module
+
+
+@pytest.fixture
+def bound_module(contexts):
+    """A per-device module bound for inference, with fixed parameters and a first forward."""
+    mod = mx.mod.Module(conv_net(), context=contexts)
+    mxpatch_bind.bind(mod, DATA_SHAPES, LABEL_SHAPES, for_training=False)
+    mod.set_params(*fixed_params(conv_net(), (2, 3, 8, 8)))
+    return mod
+
+
+def _device_batch(seed=0):
+    rng = np.random.RandomState(seed)
+    data = [[mx.nd.array(rng.uniform(-1, 1, shape))] for (_, shape), in DATA_SHAPES]
+    label = [[mx.nd.array(rng.randint(0, 3, shape))] for (_, shape), in LABEL_SHAPES]
+    return mx.io.DataBatch(data=data, label=label)
+
+
+def _outputs(mod):
+    mod.forward(_device_batch(), is_train=False)
+    return [out.asnumpy() for out in mod.get_outputs(merge_multi_context=False)[0]]
+
+
+def _described_shapes(mod):
+    describe = lambda descs: [(d.name, tuple(d.shape), d.dtype, d.layout) for d in descs]
+    return ([describe(device) for device in mod.data_shapes],
+            [describe(device) for device in mod.label_shapes])
+
+
+@pytest.mark.parametrize("data_shapes, label_shapes, fragments", BAD_SPECS)
+def test_a_malformed_spec_fails_force_rebind_and_keeps_the_previous_binding(
+        bound_module, data_shapes, label_shapes, fragments):
+    mod = bound_module
+    shapes_before, outputs_before = _described_shapes(mod), _outputs(mod)
+    group, arg_params = mod._exec_group, mod._arg_params
+    with pytest.raises(ShapeSpecError) as raised:
+        mxpatch_bind.bind(mod, data_shapes, label_shapes, force_rebind=True)
+    assert_names_the_problem(raised.value, fragments)
+    assert mod.binded and mod.params_initialized
+    assert mod._exec_group is group and mod._arg_params is arg_params
+    assert _described_shapes(mod) == shapes_before
+    for after, before in zip(_outputs(mod), outputs_before):
+        np.testing.assert_array_equal(after, before)
+
+
+# --------------------------------------------------------------------------- reshape
+def reshape_through_free_function(mod, data_shapes, label_shapes):
+    mxpatch_bind.reshape(mod, data_shapes, label_shapes)
+
+
+def reshape_through_patched_method(mod, data_shapes, label_shapes):
+    with mxpatch_bind.patched():
+        mod.reshape(data_shapes, label_shapes)
+
+
+def reshape_through_the_modules_own_method(mod, data_shapes, label_shapes):
+    assert not mxpatch_bind.is_installed()
+    mod.reshape(data_shapes, label_shapes)
+
+
+RESHAPE_ENTRY_POINTS = [
+    pytest.param(reshape_through_free_function, id="mxpatch_bind.reshape"),
+    pytest.param(reshape_through_patched_method, id="patched_Module.reshape"),
+    pytest.param(reshape_through_the_modules_own_method, id="unpatched_module.reshape"),
+]
+
+
+@pytest.mark.parametrize("reshape", RESHAPE_ENTRY_POINTS)
+@pytest.mark.parametrize("data_shapes, label_shapes, fragments", BAD_SPECS)
+def test_a_malformed_spec_fails_reshape_and_the_module_keeps_working(
+        bound_module, reshape, data_shapes, label_shapes, fragments):
+    mod = bound_module
+    shapes_before, outputs_before = _described_shapes(mod), _outputs(mod)
+    with pytest.raises(ShapeSpecError) as raised:
+        reshape(mod, data_shapes, label_shapes)
+    assert_names_the_problem(raised.value, fragments)
+    assert _described_shapes(mod) == shapes_before
+    for after, before in zip(_outputs(mod), outputs_before):
+        np.testing.assert_array_equal(after, before)
+
+
+def test_the_well_formed_reference_spec_reshapes(bound_module):
+    mxpatch_bind.reshape(bound_module, [[D1], [D0]], [[L1], [L0]])
+    assert [[d.shape for d in device] for device in bound_module.data_shapes] == [
+        [(3, 3, 6, 10)], [(2, 3, 8, 8)]]
+
+
+def test_shape_spec_error_is_a_value_error_and_a_patch_error():
+    assert issubclass(ShapeSpecError, ValueError)
+    assert issubclass(ShapeSpecError, mxpatch_bind.PatchError)
+
+
+# --------------------------------------------------------------------------- no asserts
+def _assert_statements():
+    found = []
+    for directory, _, files in os.walk(PACKAGE_DIR):
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(directory, name)
+            with open(path, encoding="utf-8") as source:
+                tree = ast.parse(source.read(), filename=path)
+            found.extend("%s:%d" % (os.path.relpath(path, PACKAGE_DIR), node.lineno)
+                         for node in ast.walk(tree) if isinstance(node, ast.Assert))
+    return found
+
+
+def test_the_package_source_has_no_assert_statements():
+    # Input checks must survive ``python -O``, which strips assert statements.
+    assert os.path.isfile(os.path.join(PACKAGE_DIR, "shapes.py"))
+    assert _assert_statements() == []
