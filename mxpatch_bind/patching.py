@@ -5,6 +5,7 @@ once, in :data:`TARGETS`, which install, uninstall, the version guard and status
 """
 
 import contextlib
+import importlib
 import inspect
 import logging
 import re
@@ -118,6 +119,7 @@ def install(*, force=False):
     >>> mxpatch_bind.is_installed()
     False
     """
+    _wait_for_an_import_in_progress()
     with _state.lock:
         if _state.refcount > 0:
             _state.refcount += 1
@@ -125,12 +127,14 @@ def install(*, force=False):
                          _state.refcount)
             return
         mx = _imported_mxnet()
-        if mx is None:
-            _state.force = force
-            _register_import_hook()
-        else:
+        if mx is not None:
             _apply(mx, force)
+            _state.refcount = 1
+            return
+        # Count first: the hook may run at once, and must see the pending install.
         _state.refcount = 1
+        _state.force = force
+        _register_import_hook()
 
 
 def uninstall():
@@ -277,10 +281,14 @@ def _apply(mx, force):
         warnings.warn("mxpatch_bind patching an unsupported MXNet (force=True): %s"
                       % "; ".join(problems), RuntimeWarning, stacklevel=3)
     from . import binding
-    for target in TARGETS:
-        wrapper = getattr(binding, target.wrapper)
-        _state.handles[target] = wrapt.wrap_function_wrapper(
-            _owner(target), target.attribute, wrapper)
+    try:
+        for target in TARGETS:
+            wrapper = getattr(binding, target.wrapper)
+            _state.handles[target] = wrapt.wrap_function_wrapper(
+                _owner(target), target.attribute, wrapper)
+    except BaseException:
+        _remove()  # all or nothing: undo the targets already wrapped
+        raise
     logger.debug("mxpatch_bind patched %s", ", ".join(_target_name(t) for t in TARGETS))
 
 
@@ -319,9 +327,23 @@ def _check_removable(target, handle):
 def _foreign_wrappers():
     found = []
     for target, handle in _state.handles.items():
-        for entry in _chain_above(target, handle) or ():
-            found.append("%s: %r" % (_target_name(target), entry))
+        above = _chain_above(target, handle)
+        if above is None:
+            found.append("%s: replaced by %r" % (_target_name(target),
+                                                 vars(_owner(target)).get(target.attribute)))
+        for entry in above or ():
+            found.append("%s: %s" % (_target_name(target), _describe(entry)))
     return found
+
+
+def _describe(entry):
+    """A wrapt wrapper by the function it runs (its repr shows only an address)."""
+    wrapper = getattr(entry, "_self_wrapper", None)
+    if wrapper is None:
+        return repr(entry)
+    return "%s at 0x%x running %s.%s" % (type(entry).__name__, id(entry),
+                                         getattr(wrapper, "__module__", "?"),
+                                         getattr(wrapper, "__qualname__", repr(wrapper)))
 
 
 # --------------------------------------------------------------------------- deferred install
@@ -333,7 +355,27 @@ def _register_import_hook():
         wrapt.register_post_import_hook(_on_mxnet_imported, "mxnet")
 
 
-def _on_mxnet_imported(mx):
+def _on_mxnet_imported(_module):
+    mx = _imported_mxnet()
+    if mx is None:
+        # wrapt runs a hook at once for a module already in sys.modules, even one whose
+        # import is still running further up this thread's stack: finish in the background.
+        threading.Thread(target=_after_import_finishes, daemon=True).start()
+        return
+    _apply_pending(mx)
+
+
+def _after_import_finishes():
+    importlib.import_module("mxnet")  # blocks until the import in progress is done
+    mx = _imported_mxnet()
+    if mx is None:
+        logger.error("mxpatch_bind: MXNet imported without %s; nothing patched",
+                     ", ".join(t.module for t in TARGETS))
+        return
+    _apply_pending(mx)
+
+
+def _apply_pending(mx):
     with _state.lock:
         _state.hook_registered = False
         if _state.refcount == 0 or _state.handles:
@@ -345,3 +387,13 @@ def _on_mxnet_imported(mx):
             _state.refcount = 0
             logger.error("%s", error)
             warnings.warn(str(error), RuntimeWarning, stacklevel=2)
+
+
+def _wait_for_an_import_in_progress():
+    """If another thread is importing MXNet now, let it finish before install() decides.
+
+    Outside our lock: the import runs our post-import hook, which takes the lock. When the
+    import is this thread's own (further up the stack) this returns at once.
+    """
+    if "mxnet" in sys.modules and _imported_mxnet() is None:
+        importlib.import_module("mxnet")

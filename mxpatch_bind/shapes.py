@@ -18,8 +18,8 @@ STOCK = "stock"
 PER_DEVICE = "per-device"
 
 _ENTRY_FORM = "a list of (name, shape) pairs or DataDesc, e.g. [('data', (2, 3, 32, 48))]"
-_SPEC_FORM = ("one entry per context, each " + _ENTRY_FORM
-              + ", e.g. [[('data', (2, 3, 32, 48))], [('data', (3, 3, 40, 24))]]")
+_SPEC_FORM = ("one entry per context, each a list of (name, shape) pairs or DataDesc, e.g. "
+              "[[('data', (2, 3, 32, 48))], [('data', (3, 3, 40, 24))]]")
 
 
 class DeviceShapes(namedtuple("DeviceShapes", ["data", "label"])):

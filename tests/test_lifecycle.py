@@ -485,10 +485,6 @@ class _StillPending(AssertionError):
     """The install() waiting for MXNet never applied: the known bug, not any other failure."""
 
 
-@pytest.mark.xfail(strict=True, raises=_StillPending, reason=(
-    "bug: wrapt fires the post-import hook at once for a module already in sys.modules, "
-    "even one another thread is still importing; _on_mxnet_imported then sees refcount 0 "
-    "and returns, the hook is spent, and the install stays pending forever"))
 def test_install_while_another_thread_imports_mxnet_patches_when_the_import_ends():
     out = _run_python("""
         import sys, threading, time
