@@ -10,7 +10,7 @@ and keep working after ``uninstall()``.
 
 import functools
 
-from . import shapes
+from . import distributed, shapes
 from .executor_group import PerDeviceExecutorGroup, is_device_batch
 
 __all__ = ["bind", "reshape", "adopt_module", "is_per_device"]
@@ -247,6 +247,43 @@ class _PerDeviceModule:
             return self._exec_group.forward(data_batch, is_train)
         return super().forward(data_batch, is_train)
 
+    def init_optimizer(self, kvstore='local', optimizer='sgd',
+                       optimizer_params=(('learning_rate', 0.01),), force_init=False):
+        """Installs and initializes optimizers; on a ``dist_*_sync`` kvstore with the
+        samples of all workers' devices counted.
+
+        Parameters
+        ----------
+        kvstore : str or KVStore
+            Default ``'local'``.
+        optimizer : str or Optimizer
+            Default ``'sgd'``.
+        optimizer_params : dict
+            Default ``(('learning_rate', 0.01),)``.
+        force_init : bool
+            Default ``False``. Re-initialize an optimizer that is already installed.
+
+        Notes
+        -----
+        With an optimizer given by name and no ``rescale_grad`` in ``optimizer_params``, a
+        ``dist_*_sync`` kvstore (given by name or as a ``KVStore``) gets ``rescale_grad =
+        1/(samples on all devices of all workers)``, added up with one kvstore reduction
+        that every worker takes part in; stock assumes every worker holds this worker's
+        number of samples. ``dist_async`` and local kvstores keep stock's ``1/(samples on
+        this worker's devices)``. As in stock, the value is fixed here: later reshapes to
+        other batch sizes do not change it.
+        """
+        # Stock rescales by 1/(batch_size * num_workers) on a dist_*_sync kvstore, which holds
+        # only when every worker has this worker's number of samples; count them instead.
+        # dist_async keeps stock's 1/(this worker's samples): its servers apply each push alone.
+        if _counts_job_samples(self, kvstore, optimizer, optimizer_params, force_init):
+            if isinstance(kvstore, str):
+                from mxnet import kvstore as kvs
+                kvstore = kvs.create(kvstore)
+            total = distributed.global_sample_count(kvstore, self._exec_group.batch_size)
+            optimizer_params = dict(optimizer_params, rescale_grad=1.0 / total)
+        return super().init_optimizer(kvstore, optimizer, optimizer_params, force_init)
+
 
 class _PerDeviceBucketingModule:
     """Mixed in front of a BucketingModule whose default bucket is bound per device."""
@@ -258,12 +295,16 @@ class _PerDeviceBucketingModule:
         if (not self.binded or bucket_key in self._buckets
                 or shapes.spec_form(data_shapes, label_shapes) == shapes.STOCK):
             return super().switch_bucket(bucket_key, data_shapes, label_shapes)
-        self._buckets[bucket_key] = adopt_module(self._new_bucket_module(bucket_key))
+        module = adopt_module(self._new_bucket_module(bucket_key))
+        self._buckets[bucket_key] = module
         try:
-            return super().switch_bucket(bucket_key, data_shapes, label_shapes)
+            super().switch_bucket(bucket_key, data_shapes, label_shapes)
         except BaseException:
             del self._buckets[bucket_key]
             raise
+        # Stock installs the monitor only on the buckets it creates itself.
+        if self._monitor is not None:
+            module.install_monitor(self._monitor)
 
     def _new_bucket_module(self, bucket_key):
         from mxnet.module import Module
@@ -289,6 +330,18 @@ def adopt_module(module):
     if not isinstance(module, mixin):
         module.__class__ = _subclass(mixin, type(module))
     return module
+
+
+def _counts_job_samples(module, kvstore, optimizer, optimizer_params, force_init):
+    """Whether ``init_optimizer`` needs the job's sample count: a dist_*_sync kvstore, an
+    optimizer given by name without ``rescale_grad``, and an init that stock will carry out.
+
+    Every worker runs the same script, so all of them make the same decision, as the
+    collective count needs."""
+    return (distributed.is_sync_dist(kvstore) and isinstance(optimizer, str)
+            and "rescale_grad" not in dict(optimizer_params)
+            and module.binded and module.params_initialized
+            and (force_init or not module.optimizer_initialized))
 
 
 def _overrides_module_method(cls, name):
