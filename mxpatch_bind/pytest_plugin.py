@@ -1,0 +1,167 @@
+"""pytest plugin: ``--mxpatch-bind``, the ``mxpatch`` fixtures and the ``mxpatch_bind`` marker.
+
+Registered through the ``pytest11`` entry point ``mxpatch_bind`` (``-p no:mxpatch_bind``
+turns it off). It does nothing until asked: loading it does not import MXNet, and only the
+option, a fixture or the marker installs the patch.
+
+``pytest --mxpatch-bind``
+    Install the patch for the whole session (from ``pytest_configure`` to
+    ``pytest_unconfigure``), before any test module is imported. ``--mxpatch-force`` passes
+    ``force=True`` to every install the plugin makes.
+``mxpatch`` / ``mxpatch_session``
+    Fixtures that install the patch for one test, or for the rest of the session, and yield
+    :func:`mxpatch_bind.status`.
+``@pytest.mark.mxpatch_bind``
+    Install the patch around a test's setup, call and teardown; on a class, around each of
+    its tests. ``@pytest.mark.mxpatch_bind(force=True)`` forces.
+
+Examples
+--------
+A test module that binds per device only inside the tests that ask for it::
+
+    import mxnet as mx
+    import pytest
+
+    def test_bind_per_device(mxpatch):
+        assert mxpatch.installed
+        mod = mx.mod.Module(symbol, context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([[('data', (2, 3, 32, 48))], [('data', (3, 3, 40, 24))]])
+
+    @pytest.mark.mxpatch_bind
+    class TestPerDevice:
+        def test_patched(self):
+            import mxpatch_bind
+            assert mxpatch_bind.is_installed()
+
+The whole suite, patched, with the header saying so::
+
+    $ pytest --mxpatch-bind
+    ...
+    mxpatch_bind: active (MXNet 1.9.1, mxpatch_bind 0.1.0, --mxpatch-bind)
+"""
+
+import importlib
+import warnings
+
+import pytest
+
+import mxpatch_bind
+
+MARKER = "mxpatch_bind"
+
+# Whether pytest_configure installed the patch (so pytest_unconfigure owes one uninstall).
+_SESSION_INSTALLED = pytest.StashKey[bool]()
+# Whether the marker installed the patch for an item (so its teardown owes one uninstall).
+_ITEM_INSTALLED = pytest.StashKey[bool]()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("mxpatch-bind",
+                            "mxpatch_bind: per-device shapes for MXNet Module.bind")
+    group.addoption("--mxpatch-bind", action="store_true", dest="mxpatch_bind", default=False,
+                    help="install the mxpatch_bind patch for the whole session "
+                         "(Module.bind / Module.reshape accept per-device shape lists).")
+    group.addoption("--mxpatch-force", action="store_true", dest="mxpatch_force", default=False,
+                    help="patch even an unsupported MXNet version (install(force=True)); "
+                         "applies to --mxpatch-bind, the mxpatch fixtures and the marker.")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "%s(force=False): install the mxpatch_bind patch (per-device shapes for "
+                   "MXNet Module.bind/reshape) around this test, or each test of this class "
+                   "or module." % MARKER)
+    config.stash[_SESSION_INSTALLED] = False
+    if not config.getoption("mxpatch_bind"):
+        return
+    # Import MXNet now rather than let install() wait for the import: an unsupported version
+    # then stops the run here, instead of warning at first import and leaving tests unpatched.
+    try:
+        _import_mxnet()
+        mxpatch_bind.install(force=_force(config))
+    except (ImportError, mxpatch_bind.UnsupportedMXNetError) as error:
+        raise pytest.UsageError("--mxpatch-bind: %s" % error) from error
+    config.stash[_SESSION_INSTALLED] = True
+
+
+def pytest_unconfigure(config):
+    if config.stash.get(_SESSION_INSTALLED, False):
+        config.stash[_SESSION_INSTALLED] = False
+        mxpatch_bind.uninstall()
+
+
+def pytest_report_header(config):
+    state = mxpatch_bind.status()
+    if state.installed:
+        how = ["MXNet %s" % state.mxnet_version, "mxpatch_bind %s" % mxpatch_bind.__version__]
+        if config.stash.get(_SESSION_INSTALLED, False):
+            how.append("--mxpatch-bind")
+        if _force(config):
+            how.append("--mxpatch-force")
+        return "mxpatch_bind: active (%s)" % ", ".join(how)
+    if state.pending:
+        return "mxpatch_bind: installed, waiting for import mxnet"
+    return "mxpatch_bind: inactive"
+
+
+# --------------------------------------------------------------------------- fixtures
+def _mxpatch(request):
+    """The patch, installed for this fixture's scope; yields :func:`mxpatch_bind.status`.
+
+    MXNet is imported first, so the status shows the patch applied and the MXNet version.
+    Nests with ``--mxpatch-bind``, the marker and the other scope (reference-counted).
+
+    Yields
+    ------
+    mxpatch_bind.PatchStatus
+        The status just after installing.
+
+    Examples
+    --------
+    >>> def test_bind_per_device(mxpatch):
+    ...     assert mxpatch.installed and mxpatch.mxnet_version
+    """
+    _import_mxnet()
+    with mxpatch_bind.patched(force=_force(request.config)):
+        yield mxpatch_bind.status()
+
+
+# One generator at two scopes, as pytest-mock does for mocker / class_mocker / session_mocker.
+mxpatch = pytest.fixture(name="mxpatch")(_mxpatch)
+mxpatch_session = pytest.fixture(name="mxpatch_session", scope="session")(_mxpatch)
+
+
+# --------------------------------------------------------------------------- marker
+# Setup and teardown hooks rather than an autouse fixture: the patch then spans all of the
+# test's fixtures, whatever order pytest sets them up in.
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    item.stash[_ITEM_INSTALLED] = False
+    marker = item.get_closest_marker(MARKER)
+    if marker is None:
+        return
+    force = marker.kwargs.get("force", False) or _force(item.config)
+    mxpatch_bind.install(force=force)
+    item.stash[_ITEM_INSTALLED] = True
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    # A hookwrapper resumes after the fixtures' teardown even when one of them raised.
+    yield
+    if item.stash.get(_ITEM_INSTALLED, False):
+        item.stash[_ITEM_INSTALLED] = False
+        mxpatch_bind.uninstall()
+
+
+def _import_mxnet():
+    # pytest captures warnings only around collection and tests; MXNet's import-time
+    # DeprecationWarnings (numpy aliases) would otherwise be printed or, under
+    # -W error::DeprecationWarning, abort the run here, where no filterwarnings entry helps.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return importlib.import_module("mxnet")
+
+
+def _force(config):
+    return bool(config.getoption("mxpatch_force"))
