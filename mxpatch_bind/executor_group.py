@@ -10,10 +10,17 @@ merged labels, loading a flat ``DataBatch``) keep working whenever the devices' 
 agree.
 """
 
+import ctypes
+from array import array as py_array
 from collections import OrderedDict
 
+import mxnet as mx
 from mxnet import ndarray as nd
+from mxnet.base import (_LIB, ExecutorHandle, NDArrayHandle, c_array_buf, c_str_array,
+                        check_call, mx_int, mx_uint)
+from mxnet.executor import Executor
 from mxnet.module.executor_group import DataParallelExecutorGroup, _merge_multi_context
+from mxnet.ndarray import _ndarray_cls
 
 from .shapes import DeviceShapes
 
@@ -23,6 +30,14 @@ __all__ = ["PerDeviceExecutorGroup", "EXEC_CACHE_SIZE"]
 # aspect-ratio buckets, and on MXNet 1.9.1 a reshape costs nearly a simple_bind. Each cached
 # executor shares the base executor's memory, so the bound keeps memory bounded too.
 EXEC_CACHE_SIZE = 8
+# Shapes seen once, per device (keys only). An executor enters the cache on the second sight
+# of its shape: one-off shapes then neither evict recurring ones nor cost the free of a
+# long-unused executor, ~10% of a reshape (docs/performance.md).
+SEEN_SHAPES_SIZE = 256
+
+# MXNet versions whose Executor.reshape / Executor.__init__ _reshape_executor was checked
+# against, line by line (1.8.0 and 1.9.1); any other falls back to Executor.reshape.
+_LEAN_RESHAPE_VERSIONS = ("1.8.", "1.9.")
 
 
 class PerDeviceExecutorGroup(DataParallelExecutorGroup):
@@ -74,7 +89,7 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
     def _adopt(self):
         self.per_device = False
         self._pending_device_shapes = None
-        self._exec_cache = None
+        self._exec_cache = self._seen_shapes = None
 
     # ----------------------------------------------------------------- binding and reshape
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
@@ -89,7 +104,7 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
                                      shared_group)
                  for i in range(len(self.contexts))]
         self.execs = execs
-        self._exec_cache = [OrderedDict() for _ in execs]
+        self._new_cache()
         self._commit(device_shapes)
 
     def reshape(self, data_shapes, label_shapes=None):
@@ -98,7 +113,7 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         Per device, only the devices whose shapes changed are reshaped, from the first-bound
         (base) executors as stock does. A shape with more elements than the base executor's
         becomes the new base, so memory stays bounded by the largest shape seen; shapes seen
-        before come from a small per-device cache and cost no reshape at all.
+        twice or more come from a small per-device cache and cost no reshape at all.
         """
         if not isinstance(data_shapes, DeviceShapes):
             if self._exec_cache is not None:
@@ -109,7 +124,7 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         if self._default_execs is None:
             self._default_execs = list(self.execs)
         if self._exec_cache is None:
-            self._exec_cache = [OrderedDict() for _ in self.execs]
+            self._new_cache()
         # Build every new executor before changing anything: a failed reshape leaves
         # the group on its previous shapes.
         new_execs = [self._exec_for(i, data_shapes) for i in range(len(self.execs))]
@@ -130,19 +145,23 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         if key in cache:
             cache.move_to_end(key)
             return cache[key]
-        reshaped = base.reshape(allow_up_sizing=True, **wanted)
+        reshaped = _reshape_executor(base, wanted)
         if _grows(base, wanted):
             # New base: later shapes up to this size are views into its memory.
             self._default_execs[device] = reshaped
             cache.clear()
+        elif key in self._seen_shapes[device]:
+            _put_bounded(cache, key, reshaped, EXEC_CACHE_SIZE)
         else:
-            cache[key] = reshaped
-            while len(cache) > EXEC_CACHE_SIZE:
-                cache.popitem(last=False)
+            _put_bounded(self._seen_shapes[device], key, None, SEEN_SHAPES_SIZE)
         return reshaped
 
+    def _new_cache(self):
+        self._exec_cache = [OrderedDict() for _ in self.execs]
+        self._seen_shapes = [OrderedDict() for _ in self.execs]
+
     def _drop_cache(self):
-        self._exec_cache = None
+        self._exec_cache = self._seen_shapes = None
 
     def _commit(self, device_shapes):
         self.per_device = True
@@ -267,6 +286,61 @@ def _copy_inputs(arrays, exec_, names):
 
 def _input_shapes(exec_, wanted):
     return {name: exec_.arg_dict[name].shape for name in wanted}
+
+
+def _reshape_executor(base, shapes):
+    """``base.reshape(allow_up_sizing=True, **shapes)``, without copying what executors only read.
+
+    MXNet's ``Executor.reshape`` ends in ``Executor.__init__``, which deep-copies the symbol,
+    context, ``grad_req`` and ``group2ctx``, and the first ``arg_dict`` asks the symbol for
+    its argument names again: 10-20% of a reshape on a small network (docs/performance.md).
+    Executors never modify them, so the new executor shares the base's. The C call and the arrays are exactly ``Executor.reshape``'s. Other MXNet
+    versions, a monitor callback and ``group2ctx`` take ``Executor.reshape`` itself.
+    """
+    if (not mx.__version__.startswith(_LEAN_RESHAPE_VERSIONS)
+            or base._monitor_callback is not None or base._group2ctx):
+        return base.reshape(allow_up_sizing=True, **shapes)
+    names = list(shapes)
+    dims, indptr = [], [0]
+    for name in names:
+        dims.extend(shapes[name])
+        indptr.append(len(dims))
+    handle = ExecutorHandle()
+    num_args, num_aux = ctypes.c_uint(), ctypes.c_uint()
+    args, grads, aux = (ctypes.POINTER(NDArrayHandle)() for _ in range(3))
+    no_ints = c_array_buf(ctypes.c_int, py_array('i', []))
+    check_call(_LIB.MXExecutorReshapeEx(
+        ctypes.c_int(0), ctypes.c_int(1),  # partial_shaping=False, allow_up_sizing=True
+        ctypes.c_int(base._ctx.device_typeid), ctypes.c_int(base._ctx.device_id),
+        mx_uint(0), c_str_array([]), no_ints, no_ints,  # no group2ctx
+        mx_uint(len(names)), c_str_array(names), c_array_buf(mx_int, py_array('i', dims)),
+        c_array_buf(mx_uint, py_array('I', indptr)),
+        ctypes.byref(num_args), ctypes.byref(args), ctypes.byref(grads),
+        ctypes.byref(num_aux), ctypes.byref(aux), base.handle, ctypes.byref(handle)))
+    # The handles point into MXNet's per-thread return buffer, which the next C call
+    # (e.g. for the outputs) overwrites: wrap them first.
+    arg_arrays = [_ndarray_cls(NDArrayHandle(args[i])) for i in range(num_args.value)]
+    grad_arrays = [_ndarray_cls(NDArrayHandle(grads[i])) if grads[i] is not None else None
+                   for i in range(num_args.value)]
+    aux_arrays = [_ndarray_cls(NDArrayHandle(aux[i])) for i in range(num_aux.value)]
+    executor = Executor.__new__(Executor)
+    # Every attribute Executor.__init__ sets (its __del__ frees ``handle``).
+    vars(executor).update(
+        handle=handle, _symbol=base._symbol, _ctx=base._ctx, _grad_req=base._grad_req,
+        _group2ctx=base._group2ctx, _optimized_symbol=None, _grad_dict=None,
+        # The names are the base's (same symbol); stock would ask the symbol again.
+        _arg_dict=dict(zip(base.arg_dict, arg_arrays)),
+        _aux_dict=None, _output_dict=None, _monitor_callback=None, _monitor_all=None,
+        arg_arrays=arg_arrays, grad_arrays=grad_arrays, aux_arrays=aux_arrays)
+    executor.outputs = executor._get_outputs()
+    return executor
+
+
+def _put_bounded(cache, key, value, size):
+    """Insert into an LRU ``OrderedDict``, dropping the least recently used beyond ``size``."""
+    cache[key] = value
+    while len(cache) > size:
+        cache.popitem(last=False)
 
 
 def _grows(base, wanted):

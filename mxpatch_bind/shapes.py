@@ -7,6 +7,7 @@ turns a per-device spec into one normalised :class:`DeviceShapes` or raises
 :class:`~mxpatch_bind.ShapeSpecError` naming the device, the entry and the expected form.
 """
 
+import functools
 import numbers
 from collections import namedtuple
 
@@ -75,8 +76,14 @@ class DeviceShapes(namedtuple("DeviceShapes", ["data", "label"])):
 
 
 def _batch_axis(desc):
+    return _layout_batch_axis(desc.layout)
+
+
+@functools.lru_cache(maxsize=None)
+def _layout_batch_axis(layout):
+    # Parsing and reshaping ask this a few dozen times per call; layouts are few.
     from mxnet.io import DataDesc
-    return DataDesc.get_batch_axis(desc.layout)
+    return DataDesc.get_batch_axis(layout)
 
 
 def _device_batch_size(descs):
