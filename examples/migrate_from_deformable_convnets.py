@@ -1,6 +1,6 @@
 """A Deformable-ConvNets-style training script on stock MXNet, with ``mxpatch_bind.install()``.
 
-Run it (about 3 s on two CPU contexts)::
+Run it (4 epochs on two CPU contexts: about 2.5 s of CPU time)::
 
     python examples/migrate_from_deformable_convnets.py            # 4 epochs
     python examples/migrate_from_deformable_convnets.py --epochs 2 --begin-epoch 4   # resume
