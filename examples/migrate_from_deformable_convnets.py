@@ -2,8 +2,8 @@
 
 Run it (4 epochs on two CPU contexts: about 2.5 s of CPU time)::
 
-    python examples/migrate_from_deformable_convnets.py            # 4 epochs
-    python examples/migrate_from_deformable_convnets.py --epochs 2 --begin-epoch 4   # resume
+    python examples/migrate_from_deformable_convnets.py --prefix /tmp/rfcn      # 4 epochs
+    python examples/migrate_from_deformable_convnets.py --prefix /tmp/rfcn --begin-epoch 4 --epochs 2
 
 The script keeps the shape of the fork's ``rfcn/train_end2end.py``: a loader in the form of
 its ``AnchorLoader`` (``provide_data`` / ``provide_label`` with one list of ``(name, shape)``
