@@ -11,6 +11,8 @@ and keep working after ``uninstall()``.
 import functools
 
 from . import distributed, shapes
+from mxnet.module import BucketingModule, Module
+
 from .executor_group import PerDeviceExecutorGroup, is_device_batch
 
 __all__ = ["bind", "reshape", "adopt_module", "is_per_device"]
@@ -72,11 +74,11 @@ def bind(module, data_shapes, label_shapes=None, for_training=True, inputs_need_
     >>> [shape for (_, shape), in mod.output_shapes]
     [(2, 4, 30, 46), (3, 4, 38, 22)]
     """
+    args = (data_shapes, label_shapes, for_training, inputs_need_grad, force_rebind,
+            shared_module, grad_req)
     if shapes.spec_form(data_shapes, label_shapes) == shapes.STOCK:
-        return module.bind(data_shapes, label_shapes, for_training, inputs_need_grad,
-                           force_rebind, shared_module, grad_req)
-    return _bind_per_device(module, data_shapes, label_shapes, for_training, inputs_need_grad,
-                            force_rebind, shared_module, grad_req)
+        return module.bind(*args)
+    return _call_per_device(module, "bind", args)
 
 
 def reshape(module, data_shapes, label_shapes=None):
@@ -114,7 +116,7 @@ def reshape(module, data_shapes, label_shapes=None):
     """
     if shapes.spec_form(data_shapes, label_shapes) == shapes.STOCK:
         return module.reshape(data_shapes, label_shapes)
-    return _reshape_per_device(module, data_shapes, label_shapes)
+    return _call_per_device(module, "reshape", (data_shapes, label_shapes))
 
 
 def is_per_device(module):
@@ -125,10 +127,31 @@ def is_per_device(module):
 
 # --------------------------------------------------------------------------- implementation
 def _require_module(module):
-    from mxnet.module import Module
     if not isinstance(module, Module):
         raise TypeError("per-device shapes need a mxnet.module.Module; got %r (a BucketingModule "
                         "binds per device through install() or patched())" % (module,))
+
+
+def _call_per_device(module, method, args):
+    """``module.bind`` / ``module.reshape`` with a per-device spec, without install().
+
+    The spec is validated first, so a malformed one changes nothing. The module's own method
+    runs, so a subclass's override takes part; an override (SVRGModule's binds an auxiliary
+    module too) calls other modules' methods, so it runs under a temporary patch.
+    """
+    _require_module(module)
+    _parse(module, args[0], args[1])
+    original_class = type(module)
+    adopt_module(module)
+    try:
+        if _overrides_module_method(original_class, method):
+            from .patching import patched  # binding.py is loaded by patching; import late
+            with patched():
+                return getattr(module, method)(*args)
+        return getattr(module, method)(*args)
+    except BaseException:
+        module.__class__ = original_class
+        raise
 
 
 def _parse(module, data_shapes, label_shapes):
@@ -174,7 +197,6 @@ def _bind_per_device(module, data_shapes, label_shapes=None, for_training=True,
 def _shared_group(module, shared_module):
     if shared_module is None:
         return None
-    from mxnet.module import Module
     if not (isinstance(shared_module, Module) and shared_module.binded
             and shared_module.params_initialized):
         raise ValueError("shared_module must be a bound Module with initialised parameters; "
@@ -213,17 +235,14 @@ def _reshape_per_device(module, data_shapes, label_shapes=None):
 
 
 # --------------------------------------------------------------------------- module classes
-class _PerDeviceModule:
-    """Mixed in front of a module's own class when it is bound per device."""
-
-    _mxpatch_base = None
+class _PerDeviceModule(Module):
+    """The class a ``Module`` bound per device switches to (for a subclass of ``Module``, a
+    class derived from both, with this one after the subclass: the subclass's own methods
+    run, and their ``super()`` calls reach these)."""
 
     def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
              force_rebind=False, shared_module=None, grad_req='write'):
-        # A subclass with its own bind (e.g. SVRGModule) must run it; its call to
-        # Module.bind reaches the patch while installed.
-        if (shapes.spec_form(data_shapes, label_shapes) == shapes.STOCK
-                or _overrides_module_method(self._mxpatch_base, "bind")):
+        if shapes.spec_form(data_shapes, label_shapes) == shapes.STOCK:
             return super().bind(data_shapes, label_shapes, for_training, inputs_need_grad,
                                 force_rebind, shared_module, grad_req)
         return _bind_per_device(self, data_shapes, label_shapes, for_training,
@@ -242,7 +261,7 @@ class _PerDeviceModule:
             return self._exec_group.forward(data_batch, is_train)
         if is_per_device(self) and not _fits_merged(self, data_batch):
             # A flat batch the devices cannot share out: move back to stock form first.
-            super().reshape(*_flat_descs(self, data_batch))
+            self.reshape(*_flat_descs(self, data_batch))
         if is_per_device(self):
             return self._exec_group.forward(data_batch, is_train)
         return super().forward(data_batch, is_train)
@@ -285,8 +304,8 @@ class _PerDeviceModule:
         return super().init_optimizer(kvstore, optimizer, optimizer_params, force_init)
 
 
-class _PerDeviceBucketingModule:
-    """Mixed in front of a BucketingModule whose default bucket is bound per device."""
+class _PerDeviceBucketingModule(BucketingModule):
+    """The class a ``BucketingModule`` whose default bucket is bound per device switches to."""
 
     def switch_bucket(self, bucket_key, data_shapes, label_shapes=None):
         # Stock switch_bucket builds a fresh Module and calls whatever Module.bind is then
@@ -307,7 +326,6 @@ class _PerDeviceBucketingModule:
             module.install_monitor(self._monitor)
 
     def _new_bucket_module(self, bucket_key):
-        from mxnet.module import Module
         symbol, data_names, label_names = self._call_sym_gen(bucket_key)
         return Module(symbol, data_names, label_names, logger=self.logger,
                       context=self._context, work_load_list=self._work_load_list,
@@ -316,19 +334,20 @@ class _PerDeviceBucketingModule:
 
 
 @functools.lru_cache(maxsize=None)
-def _subclass(mixin, base):
-    return type("PerDevice" + base.__name__, (mixin, base),
-                {"__module__": __name__, "__doc__": base.__doc__, "_mxpatch_base": base})
+def _per_device_class(cls):
+    per_device = _PerDeviceBucketingModule if issubclass(cls, BucketingModule) else _PerDeviceModule
+    if cls in (Module, BucketingModule):
+        return per_device
+    # (cls, per_device): the MRO puts cls's own methods first and ours right before
+    # Module's, so an override's super() call reaches the per-device behaviour.
+    return type("PerDevice" + cls.__name__, (cls, per_device),
+                {"__module__": __name__, "__doc__": cls.__doc__})
 
 
 def adopt_module(module):
     """Switch ``module`` to its per-device class in place (idempotent); returns it."""
-    mixin = _PerDeviceModule
-    from mxnet.module import BucketingModule
-    if isinstance(module, BucketingModule):
-        mixin = _PerDeviceBucketingModule
-    if not isinstance(module, mixin):
-        module.__class__ = _subclass(mixin, type(module))
+    if not isinstance(module, (_PerDeviceModule, _PerDeviceBucketingModule)):
+        module.__class__ = _per_device_class(type(module))
     return module
 
 
@@ -345,9 +364,9 @@ def _counts_job_samples(module, kvstore, optimizer, optimizer_params, force_init
 
 
 def _overrides_module_method(cls, name):
-    from mxnet.module import Module
+    """Whether a subclass of ``Module`` defines its own ``name``."""
     for klass in cls.__mro__:
-        if klass is Module:
+        if klass in (Module, _PerDeviceModule):
             return False
         if name in vars(klass):
             return True
@@ -410,7 +429,7 @@ def _reshape_to_batch(module, data_batch):
     label_arrays = _device_arrays(data_batch, "label")
     if label_shapes is None and label_arrays and all(label_arrays):
         label_shapes = _descs_like(module, "label", label_arrays)
-    _reshape_per_device(module, data_shapes, label_shapes)
+    module.reshape(data_shapes, label_shapes)  # the module's own, as stock forward calls it
 
 
 def _fits_merged(module, data_batch):

@@ -373,9 +373,6 @@ def test_svrg_module_forward_backward_per_device_matches_stock_one_context_modul
             assert np.array_equal(grads[device].asnumpy(), ref_grads[name]), name
 
 
-@pytest.mark.xfail(strict=True, reason="bug: _PerDeviceModule.forward runs before "
-                   "SVRGModule.forward in the MRO and never calls it, so _mod_aux is not "
-                   "run forward and its backward/SVRG correction use stale gradients")
 def test_svrg_module_forward_per_device_also_runs_the_auxiliary_module():
     mod = svrg_per_device()
     batch, pairs = device_batch(SHAPES)
@@ -390,8 +387,6 @@ def test_svrg_module_forward_per_device_also_runs_the_auxiliary_module():
             assert np.array_equal(grads[device].asnumpy(), ref_grads[name]), name
 
 
-@pytest.mark.xfail(strict=True, reason="bug: _PerDeviceModule.reshape does not defer to "
-                   "SVRGModule.reshape (bind does), so _mod_aux keeps its old shapes")
 def test_svrg_module_reshape_per_device_also_reshapes_the_auxiliary_module():
     mod = svrg_per_device()
     new_shapes = [(1, 3, 8, 8), (1, 3, 10, 10)]
@@ -403,9 +398,6 @@ def test_svrg_module_reshape_per_device_also_reshapes_the_auxiliary_module():
             [s] for s in new_shapes]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: mxpatch_bind.bind() binds a subclass that "
-                   "overrides bind (SVRGModule) without running its bind, so _mod_aux stays "
-                   "unbound")
 def test_the_free_function_bind_also_binds_the_svrg_auxiliary_module():
     mod = SVRGModule(SYMBOL, context=[mx.cpu(0), mx.cpu(1)], update_freq=2)
     mxpatch_bind.bind(mod, [[("data", s)] for s in SHAPES],
