@@ -1,8 +1,10 @@
 """pytest plugin: ``--mxpatch-bind``, the ``mxpatch`` fixtures and the ``mxpatch_bind`` marker.
 
-Registered through the ``pytest11`` entry point ``mxpatch_bind`` (``-p no:mxpatch_bind``
-turns it off). It does nothing until asked: loading it does not import MXNet, and only the
-option, a fixture or the marker installs the patch.
+Registered through the ``pytest11`` entry point ``mxpatch_bind`` when the package is
+pip-installed (``-p no:mxpatch_bind`` turns it off); from a bare checkout, load it with
+``-p mxpatch_bind.pytest_plugin`` (not both: pytest would register the module twice and stop).
+It does nothing until asked: loading it does not import MXNet, and only the option, a
+fixture or the marker installs the patch.
 
 ``pytest --mxpatch-bind``
     Install the patch for the whole session (from ``pytest_configure`` to
