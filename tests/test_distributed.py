@@ -86,10 +86,11 @@ def jobs(tmp_path_factory):
         "dying": ("dist_sync", "die-after-init", "1"),
     }
     done = {}
+    # mktemp is not thread-safe: make the folders here, run the jobs in threads.
+    out_dirs = {name: tmp_path_factory.mktemp(name) for name in plans}
 
     def run(name, args):
-        out_dir = tmp_path_factory.mktemp(name)
-        done[name] = Job(args[0], out_dir, *args[1:])
+        done[name] = Job(args[0], out_dirs[name], *args[1:])
 
     threads = [threading.Thread(target=run, args=item) for item in plans.items()]
     for thread in threads:
