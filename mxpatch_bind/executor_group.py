@@ -147,7 +147,8 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
             return cache[key]
         reshaped = _reshape_executor(base, wanted)
         if _grows(base, wanted):
-            # New base: later shapes up to this size are views into its memory.
+            # New base: later shapes up to this size are views into its memory, so memory
+            # stays bounded by the largest shape seen.
             self._default_execs[device] = reshaped
             cache.clear()
         elif key in self._seen_shapes[device]:
@@ -344,15 +345,24 @@ def _put_bounded(cache, key, value, size):
 
 
 def _grows(base, wanted):
-    """Whether any input needs more elements than the base executor holds for it."""
-    for name, shape in wanted.items():
-        held = base.arg_dict[name].size
-        size = 1
-        for dim in shape:
-            size *= dim
-        if size > held:
-            return True
-    return False
+    """Whether the executor for ``wanted`` should replace ``base`` as the device's base.
+
+    It must need more elements than the base holds for some input, and more in all: an
+    executor that grows one input while shrinking another (a bigger batch of smaller images:
+    the label grows, the data shrinks) would otherwise hold only a view of the larger data,
+    and the next large image would grow it back, replacing the base every other step.
+    """
+    held = {name: base.arg_dict[name].size for name in wanted}
+    sizes = {name: _size(shape) for name, shape in wanted.items()}
+    return (any(sizes[name] > held[name] for name in wanted)
+            and sum(sizes.values()) > sum(held.values()))
+
+
+def _size(shape):
+    size = 1
+    for dim in shape:
+        size *= dim
+    return size
 
 
 def _merge_checked(per_name, axes, names, what):

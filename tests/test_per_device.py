@@ -336,3 +336,15 @@ def test_stock_form_under_the_patch_is_bit_identical_to_an_unpatched_module():
     for got, want in zip(patched[3:], unpatched[3:]):
         for name in want:
             assert np.array_equal(got[name].asnumpy(), want[name].asnumpy()), name
+
+
+def test_a_bigger_batch_of_smaller_images_does_not_replace_the_base_back_and_forth():
+    symbol = conv_net()
+    mod = bound_module(symbol, [(2, 3, 28, 28)] * 2, fixed_params(symbol, (2, 3, 28, 28)))
+    group = mod._exec_group
+    bases = list(group.execs)
+    for step in range(6):
+        # Alternate: the label grows (3 > 2) while the data shrinks (3*16*32 < 2*28*28).
+        shapes = [(2, 3, 28, 28), (3, 3, 16, 32)] if step % 2 else [(3, 3, 16, 32)] * 2
+        mxpatch_bind.reshape(mod, *per_device_spec(shapes))
+        assert all(a is b for a, b in zip(group._default_execs, bases))
