@@ -10,7 +10,7 @@ and keep working after ``uninstall()``.
 
 import functools
 
-from . import distributed, shapes
+from . import distributed, memory, shapes
 from mxnet.module import BucketingModule, Module
 
 from .executor_group import PerDeviceExecutorGroup, is_device_batch
@@ -166,6 +166,7 @@ def _bind_per_device(module, data_shapes, label_shapes=None, for_training=True,
     spec = _parse(module, data_shapes, label_shapes)
     if inputs_need_grad and not for_training:
         raise ValueError("inputs_need_grad=True needs for_training=True")
+    memory.cap_mkldnn_cache()  # per-device shapes are many; oneDNN caches one entry per shape
     shared_group = _shared_group(module, shared_module)
     if force_rebind:
         module._reset_bind()
