@@ -1,0 +1,1 @@
+"""The benchmarks behind ``python -m mxpatch_bind bench`` (private; one module per benchmark)."""

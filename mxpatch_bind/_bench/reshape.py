@@ -1,0 +1,136 @@
+"""Benchmark 3: what one change of input shapes costs, per-device reshape vs rebinding.
+
+Strategies, per change of both devices' shapes on 2 CPU contexts (small CNN, training):
+per-device ``Module.reshape``; the Deformable-ConvNets forks' strategy (``MutableModule``: a new
+``Module`` bound with ``shared_module`` at every change); a full bind of a new ``Module``. Shapes
+are either never seen before, or recur (a few aspect-ratio buckets, as detection data does).
+"""
+
+import gc
+import itertools
+import random
+
+from . import common
+
+NAME = "reshape"
+LARGEST = (2, 3, 160, 160)
+BUCKETS = [(2, 3, 96, 128), (2, 3, 128, 96), (2, 3, 112, 112), (2, 3, 80, 160)]
+
+
+def run(tiny=False, rounds=None):
+    """Measure milliseconds per shape change for every strategy and scenario."""
+    import mxnet as mx
+
+    import mxpatch_bind
+
+    rounds = rounds or (2 if tiny else 9)
+    changes = 5 if tiny else 60
+    symbol = common.small_cnn()
+    ctxs = common.contexts(2)
+    rng = random.Random(0)
+    with mxpatch_bind.patched():
+        base = mx.mod.Module(symbol, context=ctxs, logger=common.quiet_logger())
+        base.bind(*common.per_device_spec([LARGEST] * 2))
+        base.init_params(mx.init.Xavier())
+        base.init_optimizer()
+        fresh = _fresh_shapes(rng)
+        recurring = _recurring_shapes(rng)
+        # Warm up: every bucket pair once, so that the recurring scenario finds them cached.
+        for shapes in itertools.product(BUCKETS, repeat=2):
+            base.reshape(*common.per_device_spec(shapes))
+        scenarios = {}
+        for scenario, next_shapes in (("never seen", lambda: next(fresh)),
+                                      ("recurring", lambda: next(recurring))):
+            cases = {
+                "per-device reshape": lambda: _time_reshape(base, next_shapes, changes),
+                "shared-module rebind": lambda: _time_rebind(base, symbol, ctxs, next_shapes,
+                                                             changes, shared=True),
+                "full bind": lambda: _time_rebind(base, symbol, ctxs, next_shapes, changes,
+                                                  shared=False),
+            }
+            common.progress("reshape: %s shapes, %d rounds of %d changes"
+                            % (scenario, rounds, changes))
+            scenarios[scenario] = common.interleaved(cases, rounds)
+    return _result(scenarios, rounds, changes, tiny)
+
+
+def _fresh_shapes(rng):
+    """Per-device shape pairs, no device shape ever repeated (within the largest shape)."""
+    seen = set()
+    while True:
+        pair = []
+        while len(pair) < 2:
+            shape = (2, 3, rng.randint(32, LARGEST[2]), rng.randint(32, LARGEST[3]))
+            if shape not in seen and shape not in BUCKETS:
+                seen.add(shape)
+                pair.append(shape)
+        yield pair
+
+
+def _recurring_shapes(rng):
+    """Bucket pairs, each different from the one before it."""
+    previous = None
+    while True:
+        pair = [rng.choice(BUCKETS), rng.choice(BUCKETS)]
+        if pair != previous:
+            previous = pair
+            yield pair
+
+
+def _time_reshape(module, next_shapes, changes):
+    specs = [common.per_device_spec(next_shapes()) for _ in range(changes)]
+    gc.collect()
+    with common.Clock(changes) as clock:
+        for spec in specs:
+            module.reshape(*spec)
+    return clock
+
+
+def _time_rebind(base, symbol, ctxs, next_shapes, changes, shared):
+    import mxnet as mx
+    specs = [common.per_device_spec(next_shapes()) for _ in range(changes)]
+    shared_module = base if shared else None
+    logger = common.quiet_logger()
+    gc.collect()
+    with common.Clock(changes) as clock:
+        current = None
+        for spec in specs:
+            # As MutableModule does: the new module replaces (and frees) the previous one.
+            current = mx.mod.Module(symbol, context=ctxs, logger=logger)
+            current.bind(*spec, shared_module=shared_module)
+        del current
+    return clock
+
+
+def _result(scenarios, rounds, changes, tiny):
+    rows, targets = [], []
+    limits = {"never seen": 1.5, "recurring": 10.0}
+    for scenario, samples in scenarios.items():
+        reshape = samples["per-device reshape"]
+        for strategy, clocks in samples.items():
+            rows.append({"scenario": scenario, "strategy": strategy,
+                         "ms_per_change": 1e3 * common.median(common.walls(clocks)),
+                         "spread": common.spread(common.walls(clocks)),
+                         "cpu_ms_per_change": 1e3 * common.median(common.cpus(clocks)),
+                         "cost_vs_reshape": common.paired_ratio(common.walls(clocks),
+                                                                common.walls(reshape)),
+                         "cpu_cost_vs_reshape": common.paired_ratio(common.cpus(clocks),
+                                                                    common.cpus(reshape))})
+        ratio = common.paired_ratio(common.walls(samples["shared-module rebind"]),
+                                    common.walls(reshape))
+        targets.append(common.target(
+            "%s shapes: shared-module rebind / per-device reshape" % scenario, ratio,
+            ">= %g" % limits[scenario], ratio >= limits[scenario]))
+    return {"benchmark": NAME, "command": common.command(NAME, tiny),
+            "machine": common.machine(),
+            "params": {"rounds": rounds, "changes_per_round": changes, "devices": 2,
+                       "largest": LARGEST, "buckets": BUCKETS, "network": "small_cnn"},
+            "rows": rows, "targets": targets}
+
+
+def format_table(result):
+    header = ["scenario", "strategy", "ms/change", "±", "× reshape", "CPU ms", "CPU × reshape"]
+    rows = [[r["scenario"], r["strategy"], r["ms_per_change"], "%.0f%%" % (100 * r["spread"]),
+             r["cost_vs_reshape"], r["cpu_ms_per_change"], r["cpu_cost_vs_reshape"]]
+            for r in result["rows"]]
+    return common.format_table(header, rows) + "\n" + common.format_targets(result["targets"])
