@@ -8,7 +8,6 @@ The jobs run once per module, all at the same time, and the tests read what they
 
 import importlib.util
 import io
-import os
 import re
 import sys
 import threading
@@ -20,6 +19,7 @@ import pytest
 from mxpatch_bind import distributed
 from mxpatch_bind.launch import launch
 from nets import conv_net, single_device_reference
+from processes import alive
 
 WORKER = Path(__file__).resolve().parent / "dist_scripts" / "per_device_worker.py"
 # Generous: one 2-worker job takes about 3 s on 2 cores, the five of this file at once
@@ -61,18 +61,6 @@ class Job:
         assert self.code == 0, self.err
         return [dict(np.load(str(self.out_dir / ("worker%d.npz" % index))))
                 for index in range(len(SHARDS))]
-
-
-def alive(pids):
-    """The PIDs among ``pids`` that still name a process (zombies included)."""
-    found = []
-    for pid in pids:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            continue
-        found.append(pid)
-    return found
 
 
 @pytest.fixture(scope="module")

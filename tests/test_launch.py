@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mxpatch_bind.launch import launch, main
+from processes import alive
 
 REPO = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).resolve().parent / "dist_scripts" / "launch_worker.py"
@@ -39,18 +40,6 @@ def run_job(worker_args, num_workers=2, **kwargs):
     code = launch([sys.executable, str(WORKER), *worker_args], num_workers,
                   stdout=out, stderr=err, **kwargs)
     return Job(code, out.getvalue(), err.getvalue(), time.monotonic() - started)
-
-
-def alive(pids):
-    """The PIDs among ``pids`` that still name a process (zombies included)."""
-    found = []
-    for pid in pids:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            continue
-        found.append(pid)
-    return found
 
 
 def cli_environ():
