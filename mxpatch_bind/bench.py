@@ -32,6 +32,11 @@ def build_parser():
                         help="where the JSON results go (default: ./bench-results)")
     parser.add_argument("--rounds", type=int, default=None,
                         help="rounds per benchmark (default: each benchmark's own)")
+    parser.add_argument("--plot", metavar="PNG",
+                        help="draw the variable, reshape and memory results in --out "
+                             "(matplotlib), after running the named benchmarks")
+    parser.add_argument("--no-run", action="store_true",
+                        help="run nothing: with --plot, draw results already in --out")
     return parser
 
 
@@ -43,13 +48,16 @@ def main(argv=None):
     if unknown:
         parser.error("unknown benchmark(s) %s; choose from %s"
                      % (", ".join(unknown), ", ".join(BENCHMARKS)))
-    for name in args.names or list(BENCHMARKS):
+    for name in [] if args.no_run else args.names or list(BENCHMARKS):
         benchmark = importlib.import_module("mxpatch_bind._bench." + name)
         result = benchmark.run(tiny=args.tiny, rounds=args.rounds)
         path = common.write_json(result, args.out)
         print("== %s: %s\n%s\n(%s; JSON: %s)\n" % (name, BENCHMARKS[name],
                                                   benchmark.format_table(result),
                                                   result["command"], path), flush=True)
+    if args.plot:
+        from ._bench import chart
+        print("chart: %s" % chart.draw(args.out, args.plot))
     return 0
 
 

@@ -128,6 +128,8 @@ def machine():
     import mxnet as mx
     return {"python": platform.python_version(), "mxnet": mx.__version__,
             "cpus": os.cpu_count(), "platform": platform.platform(),
+            "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else os.cpu_count(),
             "mkldnn_cache_num": os.environ.get("MXNET_MKLDNN_CACHE_NUM")}
 
 

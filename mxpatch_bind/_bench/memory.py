@@ -34,6 +34,12 @@ CONFIGS = {
     "stock, unbounded": ("stock", {}, "MXNet default (-1)"),
     "stock, cap 16 set after import": ("stock-late-cap", {}, "os.environ after bind"),
     "stock, oneDNN off": ("stock", {"MXNET_MKLDNN_ENABLED": "0"}, "MXNET_MKLDNN_ENABLED=0"),
+    # glibc raises its mmap threshold after freeing large blocks and then keeps freed ones
+    # in the heap; a fixed threshold shows how much of the growth is that.
+    "per-device, bound at largest, fixed mmap": ("largest", {"MALLOC_MMAP_THRESHOLD_": "131072"},
+                                                 "cap 16, MALLOC_MMAP_THRESHOLD_=131072"),
+    "per-device, grown, fixed mmap": ("grown", {"MALLOC_MMAP_THRESHOLD_": "131072"},
+                                      "cap 16, MALLOC_MMAP_THRESHOLD_=131072"),
 }
 SPEED_CONFIGS = {
     "cap 16 (default)": ("buckets", {}, "default policy"),

@@ -63,7 +63,7 @@ def _time_steps(mx, mod, batch, count, patched):
 def _training_steps(mx, rounds, tiny):
     results = {}
     for name, mod, batch in _networks(mx):
-        count = 3 if tiny else (100 if name.startswith("MLP") else 30)
+        count = 3 if tiny else (400 if name.startswith("MLP") else 100)
         _time_steps(mx, mod, batch, count, False)  # warm up oneDNN and the memory pool
         common.progress("overhead: %s, %d rounds of %d steps" % (name, rounds, count))
         results[name] = common.interleaved({

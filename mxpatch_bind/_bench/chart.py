@@ -1,0 +1,83 @@
+"""One PNG from the benchmarks' JSON results: variable-size speed-ups, reshape costs, memory."""
+
+import json
+import os
+
+
+def load(out_dir, name):
+    path = os.path.join(out_dir, name + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as stream:
+        return json.load(stream)
+
+
+def draw(out_dir, path):
+    """Draw whichever of the variable, reshape and memory results ``out_dir`` holds."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    panels = [(name, result) for name, result in
+              (("variable", load(out_dir, "variable")), ("reshape", load(out_dir, "reshape")),
+               ("memory", load(out_dir, "memory"))) if result is not None]
+    if not panels:
+        raise SystemExit("no variable/reshape/memory results in %s to draw" % out_dir)
+    figure, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2))
+    axes = axes if len(panels) > 1 else [axes]
+    for axis, (name, result) in zip(axes, panels):
+        globals()["_" + name](axis, result)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def _variable(axis, result):
+    rows = result["rows"]
+    labels = [row["mode"].split(" ", 1)[0] for row in rows]
+    positions = range(len(rows))
+    axis.bar(positions, [row["vs_stock"] for row in rows], color="C0", label="measured")
+    axis.scatter(positions, [row["serial_ideal"] for row in rows], marker="_", s=600,
+                 color="C3", label="serial ideal (pixels)", zorder=3)
+    axis.scatter(positions, [row["parallel_ideal"] for row in rows], marker="_", s=600,
+                 color="C2", label="parallel ideal (busiest device)", zorder=3)
+    axis.set_xticks(list(positions))
+    axis.set_xticklabels(labels)
+    axis.set_ylabel("steps/s relative to (a) stock padding")
+    axis.set_title("Variable-size images, 2 CPU contexts")
+    axis.legend(loc="upper left", fontsize=8)
+    axis.set_ylim(0, max(max(row["serial_ideal"] for row in rows) * 1.25, 1.5))
+
+
+def _reshape(axis, result):
+    scenarios = []
+    for row in result["rows"]:
+        if row["scenario"] not in scenarios:
+            scenarios.append(row["scenario"])
+    strategies = []
+    for row in result["rows"]:
+        if row["strategy"] not in strategies:
+            strategies.append(row["strategy"])
+    width = 0.8 / len(strategies)
+    for index, strategy in enumerate(strategies):
+        values = [next(r["ms_per_change"] for r in result["rows"]
+                       if r["scenario"] == scenario and r["strategy"] == strategy)
+                  for scenario in scenarios]
+        axis.bar([i + index * width for i in range(len(scenarios))], values, width,
+                 label=strategy)
+    axis.set_xticks([i + width * (len(strategies) - 1) / 2 for i in range(len(scenarios))])
+    axis.set_xticklabels(["%s shapes" % scenario for scenario in scenarios])
+    axis.set_ylabel("ms per change of both devices' shapes")
+    axis.set_title("Cost of a shape change")
+    axis.legend(fontsize=8)
+
+
+def _memory(axis, result):
+    for row in result["rows"]:
+        steps, rss = zip(*row["trace"])
+        axis.plot(steps, [value / 2 ** 20 for value in rss], label=row["configuration"])
+    axis.set_xlabel("random shape changes")
+    axis.set_ylabel("resident memory, MB")
+    axis.set_title("Memory over random shapes")
+    axis.legend(fontsize=7)
+    axis.set_ylim(bottom=0)
