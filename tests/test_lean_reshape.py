@@ -63,7 +63,8 @@ def test_lean_reshape_shares_the_base_parameters_and_symbol():
     lean = executor_group._reshape_executor(base, {"data": (1, 3, 8, 8), "softmax_label": (1,)})
     base.arg_dict["fc_bias"][:] = 7.0
     assert np.all(lean.arg_dict["fc_bias"].asnumpy() == 7.0)
-    assert lean._symbol is base._symbol
+    if mx.__version__.startswith(executor_group._LEAN_RESHAPE_VERSIONS):
+        assert lean._symbol is base._symbol  # other versions take Executor.reshape itself
     assert lean.reshape(data=(1, 3, 8, 8), softmax_label=(1,)).arg_dict["data"].shape == (1, 3, 8, 8)
 
 
