@@ -6,6 +6,7 @@ medians (and the per-round ratios' median). Each prints a table and writes ``DIR
 
 import argparse
 import importlib
+import os
 import sys
 
 from ._bench import common
@@ -28,8 +29,8 @@ def build_parser():
                         help="benchmarks to run (default: all)")
     parser.add_argument("--tiny", action="store_true",
                         help="a few seconds each: checks that they run, not their figures")
-    parser.add_argument("--out", default="bench-results", metavar="DIR",
-                        help="where the JSON results go (default: ./bench-results)")
+    parser.add_argument("--out", default=os.path.join("bench", "results"), metavar="DIR",
+                        help="where the JSON results go (default: ./bench/results)")
     parser.add_argument("--rounds", type=int, default=None,
                         help="rounds per benchmark (default: each benchmark's own)")
     parser.add_argument("--plot", metavar="PNG",
