@@ -11,6 +11,7 @@ agree.
 """
 
 import ctypes
+import weakref
 from array import array as py_array
 from collections import OrderedDict
 
@@ -20,7 +21,7 @@ from mxnet.base import (_LIB, ExecutorHandle, NDArrayHandle, c_array_buf, c_str_
                         check_call, mx_int, mx_uint)
 from mxnet.executor import Executor
 from mxnet.module.executor_group import DataParallelExecutorGroup, _merge_multi_context
-from mxnet.ndarray import _ndarray_cls
+from mxnet.ndarray import NDArray, _ndarray_cls
 
 from .shapes import DeviceShapes
 
@@ -38,6 +39,11 @@ SEEN_SHAPES_SIZE = 256
 # MXNet versions whose Executor.reshape / Executor.__init__ _reshape_executor was checked
 # against, line by line (1.8.0 and 1.9.1); any other falls back to Executor.reshape.
 _LEAN_RESHAPE_VERSIONS = ("1.8.", "1.9.")
+
+# What an executor's arrays are never changes, but asking MXNet costs a C call per array
+# (shape, storage type): asked once per executor, kept as long as the executor lives.
+_KNOWN_SHAPES = weakref.WeakKeyDictionary()
+_ALL_DENSE = weakref.WeakKeyDictionary()
 
 
 class PerDeviceExecutorGroup(DataParallelExecutorGroup):
@@ -286,7 +292,20 @@ def _copy_inputs(arrays, exec_, names):
 
 
 def _input_shapes(exec_, wanted):
-    return {name: exec_.arg_dict[name].shape for name in wanted}
+    known = _KNOWN_SHAPES.setdefault(exec_, {})
+    for name in wanted:
+        if name not in known:
+            known[name] = exec_.arg_dict[name].shape
+    return {name: known[name] for name in wanted}
+
+
+def _all_dense(exec_):
+    """Whether every array of ``exec_`` has the default (dense) storage type."""
+    dense = _ALL_DENSE.get(exec_)
+    if dense is None:
+        arrays = exec_.arg_arrays + exec_.grad_arrays + exec_.aux_arrays
+        dense = _ALL_DENSE[exec_] = all(a is None or a.stype == "default" for a in arrays)
+    return dense
 
 
 def _reshape_executor(base, shapes):
@@ -319,11 +338,14 @@ def _reshape_executor(base, shapes):
         ctypes.byref(num_args), ctypes.byref(args), ctypes.byref(grads),
         ctypes.byref(num_aux), ctypes.byref(aux), base.handle, ctypes.byref(handle)))
     # The handles point into MXNet's per-thread return buffer, which the next C call
-    # (e.g. for the outputs) overwrites: wrap them first.
-    arg_arrays = [_ndarray_cls(NDArrayHandle(args[i])) for i in range(num_args.value)]
-    grad_arrays = [_ndarray_cls(NDArrayHandle(grads[i])) if grads[i] is not None else None
+    # (e.g. for the outputs) overwrites: wrap them first. A reshape keeps storage types, so
+    # a dense base gives dense arrays (_ndarray_cls would ask MXNet for each one).
+    dense = _all_dense(base)
+    wrap = NDArray if dense else _ndarray_cls
+    arg_arrays = [wrap(NDArrayHandle(args[i])) for i in range(num_args.value)]
+    grad_arrays = [wrap(NDArrayHandle(grads[i])) if grads[i] is not None else None
                    for i in range(num_args.value)]
-    aux_arrays = [_ndarray_cls(NDArrayHandle(aux[i])) for i in range(num_aux.value)]
+    aux_arrays = [wrap(NDArrayHandle(aux[i])) for i in range(num_aux.value)]
     executor = Executor.__new__(Executor)
     # Every attribute Executor.__init__ sets (its __del__ frees ``handle``).
     vars(executor).update(
@@ -334,6 +356,8 @@ def _reshape_executor(base, shapes):
         _aux_dict=None, _output_dict=None, _monitor_callback=None, _monitor_all=None,
         arg_arrays=arg_arrays, grad_arrays=grad_arrays, aux_arrays=aux_arrays)
     executor.outputs = executor._get_outputs()
+    _ALL_DENSE[executor] = dense
+    _KNOWN_SHAPES[executor] = dict(shapes)
     return executor
 
 

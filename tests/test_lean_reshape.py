@@ -117,3 +117,22 @@ def test_a_shape_enters_the_executor_cache_on_its_second_sight():
     assert seen_execs[0] is not seen_execs[2]  # first sight: reshaped, not kept
     assert seen_execs[2] is seen_execs[4]  # second sight: kept, then reused
     assert len(group._exec_cache[1]) == 2
+
+
+def test_lean_reshape_keeps_sparse_gradient_storage_like_executor_reshape():
+    data = mx.sym.Variable("data")
+    symbol = mx.sym.sum(mx.sym.Embedding(data, input_dim=10, output_dim=4, sparse_grad=True,
+                                         name="embed"))
+    base = symbol.simple_bind(mx.cpu(0), data=(2, 3))
+    stock = base.reshape(allow_up_sizing=True, data=(4, 3))
+    lean = executor_group._reshape_executor(base, {"data": (4, 3)})
+    for field in ("arg_arrays", "grad_arrays", "aux_arrays", "outputs"):
+        assert describe(getattr(lean, field)) == describe(getattr(stock, field)), field
+    assert [type(a) for a in lean.grad_arrays] == [type(a) for a in stock.grad_arrays]
+
+
+def test_input_shapes_of_a_lean_executor_are_known_without_asking_mxnet(monkeypatch):
+    base = bound_executor()
+    lean = executor_group._reshape_executor(base, {"data": (1, 3, 8, 8), "softmax_label": (1,)})
+    monkeypatch.setattr(mx.nd.NDArray, "shape", property(lambda self: pytest.fail("asked")))
+    assert executor_group._input_shapes(lean, {"data": None}) == {"data": (1, 3, 8, 8)}
