@@ -9,6 +9,7 @@ are either never seen before, or recur (a few aspect-ratio buckets, as detection
 import gc
 import itertools
 import random
+import time
 
 from . import common
 
@@ -35,8 +36,9 @@ def run(tiny=False, rounds=None):
         base.init_optimizer()
         fresh = _fresh_shapes(rng)
         recurring = _recurring_shapes(rng)
-        # Warm up: every bucket pair once, so that the recurring scenario finds them cached.
-        for shapes in itertools.product(BUCKETS, repeat=2):
+        # Warm up: every bucket pair twice (the cache admits a shape on its second sight),
+        # so that the recurring scenario finds them cached.
+        for shapes in 2 * list(itertools.product(BUCKETS, repeat=2)):
             base.reshape(*common.per_device_spec(shapes))
         scenarios = {}
         for scenario, next_shapes in (("never seen", lambda: next(fresh)),
@@ -51,7 +53,51 @@ def run(tiny=False, rounds=None):
             common.progress("reshape: %s shapes, %d rounds of %d changes"
                             % (scenario, rounds, changes))
             scenarios[scenario] = common.interleaved(cases, rounds)
-    return _result(scenarios, rounds, changes, tiny)
+        common.progress("reshape: time spent in MXNet's C calls, never-seen shapes")
+        c_calls = {
+            "per-device reshape": _c_call_times(lambda: _time_reshape(base, lambda: next(fresh),
+                                                                      changes)),
+            "shared-module rebind": _c_call_times(lambda: _time_rebind(
+                base, symbol, ctxs, lambda: next(fresh), changes, shared=True)),
+        }
+    result = _result(scenarios, rounds, changes, tiny)
+    result["c_calls_us_per_change"] = c_calls
+    return result
+
+
+# MXNet's C functions a shape change calls (some only through one strategy).
+C_CALLS = ("MXExecutorReshapeEx", "MXExecutorSimpleBindEx", "MXExecutorFree", "MXNDArrayFree",
+           "MXNDArrayGetStorageType", "MXNDArrayGetShapeEx", "MXSymbolListArguments",
+           "MXSymbolCopy", "MXExecutorOutputs")
+
+
+def _c_call_times(measure):
+    """Calling-thread CPU microseconds per change inside each of :data:`C_CALLS`."""
+    from mxnet.base import _LIB
+    spent = dict.fromkeys(C_CALLS, 0.0)
+    originals = {name: getattr(_LIB, name) for name in C_CALLS}
+
+    def timed_call(name, function):
+        def call(*args):
+            start = time.thread_time()
+            try:
+                return function(*args)
+            finally:
+                spent[name] += time.thread_time() - start
+        return call
+
+    for name, function in originals.items():
+        setattr(_LIB, name, timed_call(name, function))
+    try:
+        clock = measure()
+    finally:
+        for name, function in originals.items():
+            setattr(_LIB, name, function)
+    changes = clock.count
+    calls = {name: 1e6 * seconds / changes for name, seconds in spent.items() if seconds}
+    calls["all C calls"] = sum(calls.values())
+    calls["total"] = 1e6 * clock.cpu
+    return calls
 
 
 def _fresh_shapes(rng):
@@ -129,6 +175,16 @@ def _result(scenarios, rounds, changes, tiny):
 
 
 def format_table(result):
+    c_calls = result.get("c_calls_us_per_change", {})
+    names = [name for name in C_CALLS + ("all C calls", "total")
+             if any(name in calls for calls in c_calls.values())]
+    c_table = common.format_table(
+        ["CPU µs per never-seen change"] + list(c_calls),
+        [[name] + [c_calls[strategy].get(name, 0.0) for strategy in c_calls] for name in names])
+    return _main_table(result) + "\n\n" + c_table
+
+
+def _main_table(result):
     header = ["scenario", "strategy", "ms/change", "±", "× reshape", "CPU ms", "CPU × reshape"]
     rows = [[r["scenario"], r["strategy"], r["ms_per_change"], "%.0f%%" % (100 * r["spread"]),
              r["cost_vs_reshape"], r["cpu_ms_per_change"], r["cpu_cost_vs_reshape"]]
