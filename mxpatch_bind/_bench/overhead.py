@@ -15,7 +15,7 @@ def run(tiny=False, rounds=None):
     """Step times and dispatch costs, patched vs unpatched, interleaved."""
     import mxnet as mx
 
-    rounds = rounds or (2 if tiny else 21)
+    rounds = rounds or (2 if tiny else 31)
     steps = _training_steps(mx, rounds, tiny)
     dispatch = _dispatch(mx, rounds, tiny)
     return _result(steps, dispatch, rounds, tiny)
@@ -69,8 +69,37 @@ def _training_steps(mx, rounds, tiny):
         results[name] = common.interleaved({
             "unpatched": lambda: _time_steps(mx, mod, batch, count, False),
             "patched": lambda: _time_steps(mx, mod, batch, count, True),
+            # The same unpatched steps again: the spread of this ratio is the noise floor.
+            "unpatched, control": lambda: _time_steps(mx, mod, batch, count, False),
         }, rounds)
+        results[name]["patch entered per step"] = _patch_calls_per_step(mx, mod, batch)
     return results
+
+
+def _patch_calls_per_step(mx, mod, batch, count=10):
+    """How often the patched bind/reshape run during stock-form training steps (expected: 0)."""
+    import mxpatch_bind
+    from .. import binding
+    calls = []
+    originals = {name: getattr(binding, name) for name in ("bind_wrapper", "reshape_wrapper")}
+
+    def counting(original):
+        def wrapper(*args, **kwargs):
+            calls.append(original)
+            return original(*args, **kwargs)
+        return wrapper
+
+    for name, original in originals.items():
+        setattr(binding, name, counting(original))  # install() looks the wrappers up here
+    try:
+        with mxpatch_bind.patched():
+            for _ in range(count):
+                mod.forward_backward(batch)
+                mod.update()
+    finally:
+        for name, original in originals.items():
+            setattr(binding, name, original)
+    return len(calls) / count
 
 
 def _time_calls(function, count, patched):
@@ -109,10 +138,15 @@ def _result(steps, dispatch, rounds, tiny):
     step_rows, call_rows, targets = [], [], []
     for name, samples in steps.items():
         unpatched, patched = common.walls(samples["unpatched"]), common.walls(samples["patched"])
+        control = common.walls(samples["unpatched, control"])
         ratio = common.paired_ratio(patched, unpatched)
         step_rows.append({"network": name, "unpatched_ms": 1e3 * common.median(unpatched),
                           "patched_ms": 1e3 * common.median(patched), "ratio": ratio,
-                          "spread": common.spread([p / u for p, u in zip(patched, unpatched)])})
+                          "spread": common.spread([p / u for p, u in zip(patched, unpatched)]),
+                          "control_ratio": common.paired_ratio(control, unpatched),
+                          "control_spread": common.spread(
+                              [c / u for c, u in zip(control, unpatched)]),
+                          "patch_calls_per_step": samples["patch entered per step"]})
         targets.append(common.target("%s: patched / unpatched step time" % name, ratio,
                                      "<= 1.01", ratio <= 1.01))
     for name, samples in dispatch.items():
@@ -128,9 +162,12 @@ def _result(steps, dispatch, rounds, tiny):
 
 def format_table(result):
     steps = common.format_table(
-        ["training step (2 CPU contexts)", "unpatched ms", "patched ms", "ratio", "± ratio"],
+        ["training step (2 CPU contexts)", "unpatched ms", "patched ms", "ratio", "± ratio",
+         "A/A control ratio", "± control", "patch calls/step"],
         [[r["network"], r["unpatched_ms"], r["patched_ms"], "%.4f" % r["ratio"],
-          "%.1f%%" % (100 * r["spread"])] for r in result["rows"]])
+          "%.1f%%" % (100 * r["spread"]), "%.4f" % r["control_ratio"],
+          "%.1f%%" % (100 * r["control_spread"]), r["patch_calls_per_step"]]
+         for r in result["rows"]])
     calls = common.format_table(
         ["stock-form call", "unpatched ns", "patched ns", "added ns"],
         [[r["call"], r["unpatched_ns"], r["patched_ns"], r["added_ns"]]
