@@ -319,7 +319,9 @@ def _reshape_executor(base, shapes):
     """
     if (not mx.__version__.startswith(_LEAN_RESHAPE_VERSIONS)
             or base._monitor_callback is not None or base._group2ctx):
-        return base.reshape(allow_up_sizing=True, **shapes)
+        executor = base.reshape(allow_up_sizing=True, **shapes)
+        _KNOWN_SHAPES[executor] = dict(shapes)
+        return executor
     names = list(shapes)
     dims, indptr = [], [0]
     for name in names:

@@ -131,7 +131,11 @@ def test_lean_reshape_keeps_sparse_gradient_storage_like_executor_reshape():
     assert [type(a) for a in lean.grad_arrays] == [type(a) for a in stock.grad_arrays]
 
 
-def test_input_shapes_of_a_lean_executor_are_known_without_asking_mxnet(monkeypatch):
+@pytest.mark.parametrize("lean_versions", [executor_group._LEAN_RESHAPE_VERSIONS, ("0.0.",)],
+                         ids=["lean", "executor-reshape"])
+def test_input_shapes_of_a_reshaped_executor_are_known_without_asking_mxnet(monkeypatch,
+                                                                           lean_versions):
+    monkeypatch.setattr(executor_group, "_LEAN_RESHAPE_VERSIONS", lean_versions)
     base = bound_executor()
     lean = executor_group._reshape_executor(base, {"data": (1, 3, 8, 8), "softmax_label": (1,)})
     monkeypatch.setattr(mx.nd.NDArray, "shape", property(lambda self: pytest.fail("asked")))
