@@ -84,6 +84,10 @@ class _State:
         self.handles = {}  # Target -> the FunctionWrapper we installed, while applied
         self.force = False
         self.hook_registered = False
+        # The last check_mxnet: (version, the methods checked, problems), reused while MXNet
+        # has the same version and the same method objects (inspect.signature is most of
+        # an install/uninstall cycle otherwise).
+        self.checked = None
 
 
 _state = _State()
@@ -255,15 +259,25 @@ def _owner(target):
 
 def check_mxnet(mx):
     """Problems that make this MXNet unsupported, as a list of sentences (empty when fine)."""
-    problems = []
     version = getattr(mx, "__version__", "")
+    methods = tuple(getattr(_owner(target), target.attribute) for target in TARGETS)
+    checked = _state.checked
+    if (checked is not None and checked[0] == version
+            and all(a is b for a, b in zip(checked[1], methods))):
+        return list(checked[2])
+    problems = _problems(version, methods)
+    _state.checked = (version, methods, tuple(problems))
+    return problems
+
+
+def _problems(version, methods):
+    problems = []
     match = re.match(r"(\d+)\.(\d+)", version)
     low, high = SUPPORTED_VERSIONS
     if not match or not low <= (int(match.group(1)), int(match.group(2))) <= high:
         problems.append("mxnet.__version__ is %r; supported: %d.%d to %d.%d.x"
                         % ((version,) + low + high))
-    for target in TARGETS:
-        method = getattr(_owner(target), target.attribute)
+    for target, method in zip(TARGETS, methods):
         parameters = tuple(inspect.signature(method).parameters)
         if parameters != target.parameters:
             problems.append("%s takes %r; expected %r"
@@ -294,25 +308,31 @@ def _apply(mx, force):
 
 def _remove():
     # Check every target first so that a refusal changes nothing.
-    for target, handle in _state.handles.items():
-        _check_removable(target, handle)
+    above = {target: _removable_above(target, handle)
+             for target, handle in _state.handles.items()}
     for target, handle in list(_state.handles.items()):
-        wrapt.unwrap_object(_owner(target), target.attribute, handle)
+        if above[target]:
+            # Someone's wrapt wrapper sits on ours: splice ours out from under it.
+            wrapt.unwrap_object(_owner(target), target.attribute, handle)
+        else:
+            # Ours is outermost, in the class's own __dict__: put the original back.
+            setattr(_owner(target), target.attribute, handle.__wrapped__)
         del _state.handles[target]
     logger.debug("mxpatch_bind restored the original methods")
 
 
 def _chain_above(target, handle):
     """The chain entries above our wrapper, or ``None`` if ours is no longer reachable."""
-    current = vars(_owner(target)).get(target.attribute)
-    chain = list(wrapt.wrapper_chain(current))
-    for position, entry in enumerate(chain):
+    above = []
+    for entry in wrapt.wrapper_chain(vars(_owner(target)).get(target.attribute)):
         if entry is handle:
-            return chain[:position]
+            return above
+        above.append(entry)
     return None
 
 
-def _check_removable(target, handle):
+def _removable_above(target, handle):
+    """The wrappers above ours, after checking ours can be taken out from under them."""
     above = _chain_above(target, handle)
     if above is None:
         raise PatchError("cannot uninstall: %s was replaced by %r, which does not wrap the "
@@ -322,6 +342,7 @@ def _check_removable(target, handle):
         raise PatchError("cannot uninstall: %s is wrapped by %r, which is not a wrapt wrapper, "
                          "so mxpatch_bind cannot be spliced out from under it; remove it first"
                          % (_target_name(target), above[-1]))
+    return above
 
 
 def _foreign_wrappers():
