@@ -55,7 +55,6 @@ def _sizes(text):
 # --------------------------------------------------------------------------- the task
 def make_images(count, sizes, rng):
     """Images of random size; the label is the channel of the one bright square."""
-    import numpy as np
     images, labels = [], []
     for _ in range(count):
         height, width = rng.randint(sizes[0], sizes[1] + 1, size=2)
@@ -146,7 +145,7 @@ class Progress:
         self.kind = kind
         if kind == "auto":
             try:
-                import tqdm  # noqa: F401
+                import tqdm as _  # noqa: F401  (an optional extra: is it installed?)
                 self.kind = "tqdm"
             except ImportError:
                 self.kind = "speedometer"
