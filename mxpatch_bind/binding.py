@@ -59,7 +59,7 @@ def bind(module, data_shapes, label_shapes=None, for_training=True, inputs_need_
     -----
     The executor group's ``batch_size`` is the total number of samples on all devices, so
     ``init_optimizer`` sets ``rescale_grad = 1/total`` (the Deformable-ConvNets fork used
-    1/number-of-devices). ``module.data_shapes``, ``label_shapes`` and ``output_shapes``
+    1/number-of-devices); on a ``dist_*_sync`` kvstore, the total over all workers' devices. ``module.data_shapes``, ``label_shapes`` and ``output_shapes``
     are per-device lists on a per-device module. Parameters stay on the CPU as stock
     keeps them.
 
