@@ -59,9 +59,9 @@ def bind(module, data_shapes, label_shapes=None, for_training=True, inputs_need_
     -----
     The executor group's ``batch_size`` is the total number of samples on all devices, so
     ``init_optimizer`` sets ``rescale_grad = 1/total`` (the Deformable-ConvNets fork used
-    1/number-of-devices); on a ``dist_*_sync`` kvstore, the total over all workers' devices. ``module.data_shapes``, ``label_shapes`` and ``output_shapes``
-    are per-device lists on a per-device module. Parameters stay on the CPU as stock
-    keeps them.
+    1/number-of-devices); on a ``dist_*_sync`` kvstore, the total over all workers' devices.
+    ``module.data_shapes``, ``label_shapes`` and ``output_shapes`` are per-device lists on a
+    per-device module. Parameters stay on the CPU as stock keeps them.
 
     Examples
     --------
@@ -166,8 +166,8 @@ def _bind_per_device(module, data_shapes, label_shapes=None, for_training=True,
     spec = _parse(module, data_shapes, label_shapes)
     if inputs_need_grad and not for_training:
         raise ValueError("inputs_need_grad=True needs for_training=True")
-    memory.cap_mkldnn_cache()  # per-device shapes are many; oneDNN caches one entry per shape
     shared_group = _shared_group(module, shared_module)
+    memory.cap_mkldnn_cache()  # per-device shapes are many; oneDNN caches one entry per shape
     if force_rebind:
         module._reset_bind()
     if module.binded:
@@ -236,7 +236,7 @@ def _reshape_per_device(module, data_shapes, label_shapes=None):
 
 
 # --------------------------------------------------------------------------- module classes
-class _PerDeviceModule(Module):
+class PerDeviceModule(Module):
     """The class a ``Module`` bound per device switches to (for a subclass of ``Module``, a
     class derived from both, with this one after the subclass: the subclass's own methods
     run, and their ``super()`` calls reach these)."""
@@ -305,7 +305,7 @@ class _PerDeviceModule(Module):
         return super().init_optimizer(kvstore, optimizer, optimizer_params, force_init)
 
 
-class _PerDeviceBucketingModule(BucketingModule):
+class PerDeviceBucketingModule(BucketingModule):
     """The class a ``BucketingModule`` whose default bucket is bound per device switches to."""
 
     def switch_bucket(self, bucket_key, data_shapes, label_shapes=None):
@@ -336,7 +336,8 @@ class _PerDeviceBucketingModule(BucketingModule):
 
 @functools.lru_cache(maxsize=None)
 def _per_device_class(cls):
-    per_device = _PerDeviceBucketingModule if issubclass(cls, BucketingModule) else _PerDeviceModule
+    bucketing = issubclass(cls, BucketingModule)
+    per_device = PerDeviceBucketingModule if bucketing else PerDeviceModule
     if cls in (Module, BucketingModule):
         return per_device
     # (cls, per_device): the MRO puts cls's own methods first and ours right before
@@ -347,7 +348,7 @@ def _per_device_class(cls):
 
 def adopt_module(module):
     """Switch ``module`` to its per-device class in place (idempotent); returns it."""
-    if not isinstance(module, (_PerDeviceModule, _PerDeviceBucketingModule)):
+    if not isinstance(module, (PerDeviceModule, PerDeviceBucketingModule)):
         module.__class__ = _per_device_class(type(module))
     return module
 
@@ -367,7 +368,7 @@ def _counts_job_samples(module, kvstore, optimizer, optimizer_params, force_init
 def _overrides_module_method(cls, name):
     """Whether a subclass of ``Module`` defines its own ``name``."""
     for klass in cls.__mro__:
-        if klass in (Module, _PerDeviceModule):
+        if klass in (Module, PerDeviceModule):
             return False
         if name in vars(klass):
             return True
@@ -504,6 +505,6 @@ def bucketing_bind_wrapper(wrapped, instance, args, kwargs):
     binding per device after ``uninstall()``."""
     module, _ = _split_call(instance, args)
     result = wrapped(*args, **kwargs)
-    if isinstance(getattr(module, "_curr_module", None), _PerDeviceModule):
+    if isinstance(getattr(module, "_curr_module", None), PerDeviceModule):
         adopt_module(module)
     return result

@@ -314,8 +314,9 @@ def _reshape_executor(base, shapes):
     MXNet's ``Executor.reshape`` ends in ``Executor.__init__``, which deep-copies the symbol,
     context, ``grad_req`` and ``group2ctx``, and the first ``arg_dict`` asks the symbol for
     its argument names again: 10-20% of a reshape on a small network (docs/performance.md).
-    Executors never modify them, so the new executor shares the base's. The C call and the arrays are exactly ``Executor.reshape``'s. Other MXNet
-    versions, a monitor callback and ``group2ctx`` take ``Executor.reshape`` itself.
+    Executors never modify them, so the new executor shares the base's. The C call and the
+    arrays are exactly ``Executor.reshape``'s. Other MXNet versions, a monitor callback and
+    ``group2ctx`` take ``Executor.reshape`` itself.
     """
     if (not mx.__version__.startswith(_LEAN_RESHAPE_VERSIONS)
             or base._monitor_callback is not None or base._group2ctx):
