@@ -280,7 +280,7 @@ def test_grouping_pads_less_than_arrival_order_and_the_batch_maximum():
 
     - every sample padded to its batch's largest extent: 379,417  52.6%  360,360
     - arrival order, padded per device:                  293,613  46.2%  346,752
-    - grouped, window of 1 batch (default):              197,121  36.6%  342,616
+    - grouped, window of 1 batch (default unshuffled):   197,121  36.6%  342,616
     - grouped, window of 4 batches:                      119,581  25.9%  252,060
     """
     sizes = random_sizes(200)
@@ -386,3 +386,15 @@ def test_module_predict_returns_rows_in_sample_order(contexts):
 
 def test_docstring_examples_run():
     assert doctest.testmod(mxpatch_bind.io).failed == 0
+
+
+def test_shuffling_groups_within_eight_batches_by_default_and_arrival_batches_otherwise():
+    images = make_images(random_sizes(64), channels=1)
+
+    def batches(**kwargs):
+        it = PerDeviceIter(images, num_devices=2, batch_per_device=2, **kwargs)
+        return it.batch_indices
+
+    assert batches(shuffle=True, seed=3) == batches(shuffle=True, seed=3, group_window=8)
+    assert batches(shuffle=True, seed=3) != batches(shuffle=True, seed=3, group_window=1)
+    assert batches() == batches(group_window=1)
