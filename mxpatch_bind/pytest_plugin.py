@@ -24,16 +24,16 @@ A test module that binds per device only inside the tests that ask for it::
     import mxnet as mx
     import pytest
 
-    def test_bind_per_device(mxpatch):
-        assert mxpatch.installed
+    def test_bind_per_device(mxpatch):  # mxpatch is mxpatch_bind.status()
         mod = mx.mod.Module(symbol, context=[mx.cpu(0), mx.cpu(1)])
         mod.bind([[('data', (2, 3, 32, 48))], [('data', (3, 3, 40, 24))]])
 
     @pytest.mark.mxpatch_bind
     class TestPerDevice:
-        def test_patched(self):
-            import mxpatch_bind
-            assert mxpatch_bind.is_installed()
+        def test_bucketing_per_device(self):  # patched around each test of the class
+            mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=32,
+                                         context=[mx.cpu(0), mx.cpu(1)])
+            mod.bind([[('data', (2, 3, 32, 32))], [('data', (1, 3, 32, 48))]])
 
 The whole suite, patched, with the header saying so::
 
