@@ -11,6 +11,8 @@ and keep working after ``uninstall()``.
 import functools
 
 from . import distributed, memory, shapes
+from mxnet import ndarray as nd
+from mxnet.io import DataDesc
 from mxnet.module import BucketingModule, Module
 
 from .executor_group import PerDeviceExecutorGroup, is_device_batch
@@ -210,7 +212,6 @@ def _shared_group(module, shared_module):
 
 def _params_for(module, group, shared_module):
     """The CPU parameter dictionaries, exactly as stock ``Module.bind`` makes them."""
-    from mxnet import ndarray as nd
     if shared_module is not None:
         return shared_module._arg_params, shared_module._aux_params
     if module.params_initialized:
@@ -408,12 +409,12 @@ def _templates(module, field):
 
 
 def _descs_like(module, field, device_arrays):
-    from mxnet.io import DataDesc
+    """One list of DataDesc per device: the arrays' shapes, the module's names, dtypes, layouts."""
     templates = _templates(module, field)
     names = module.data_names if field == "data" else module.label_names
     if templates:
         return [[DataDesc(t.name, a.shape, t.dtype, t.layout) for t, a in zip(templates, arrays)]
-            for arrays in device_arrays]
+                for arrays in device_arrays]
     return [[DataDesc(n, a.shape) for n, a in zip(names, arrays)] for arrays in device_arrays]
 
 
@@ -454,17 +455,14 @@ def _fits_merged(module, data_batch):
 
 def _flat_descs(module, data_batch):
     """Flat (stock) data and label descs for a flat batch, as stock forward derives them."""
-    from mxnet.io import DataDesc
     if getattr(data_batch, "provide_data", None):
         data = data_batch.provide_data
     else:
-        data = [DataDesc(t.name, a.shape, t.dtype, t.layout)
-                for t, a in zip(_templates(module, "data"), data_batch.data)]
+        data = _descs_like(module, "data", [data_batch.data])[0]
     if getattr(data_batch, "provide_label", None):
         label = data_batch.provide_label
     elif getattr(data_batch, "label", None) and _templates(module, "label"):
-        label = [DataDesc(t.name, a.shape, t.dtype, t.layout)
-                 for t, a in zip(_templates(module, "label"), data_batch.label)]
+        label = _descs_like(module, "label", [data_batch.label])[0]
     else:
         label = None
     return data, label
