@@ -1,4 +1,4 @@
-"""``python -m mxpatch_bind COMMAND``: demo, doctor, bench (each in its own module)."""
+"""``python -m mxpatch_bind COMMAND``: demo, doctor (each in its own module)."""
 
 import importlib
 import sys
@@ -6,7 +6,6 @@ import sys
 COMMANDS = {
     "demo": "Train a small CNN on variable-size images: stock padding vs per-device shapes.",
     "doctor": "Check MXNet, wrapt and the patch on this machine; run a 2-context self-test.",
-    "bench": "Run the side-by-side benchmarks and write JSON.",
 }
 
 

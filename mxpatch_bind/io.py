@@ -207,7 +207,7 @@ class PerDeviceIter(mx.io.DataIter):
     which samples share a batch and pad less (see :meth:`padding_stats`).
     With ``shuffle`` the default window is 8 batches: sorting within a
     window keeps epochs random at the scale of the window and made training
-    steps 1.26x faster than arrival order in ``python -m mxpatch_bind bench
+    steps 1.26x faster than arrival order in ``python -m benchmarks
     variable`` (docs/performance.md). Every device
     gets the same number of samples. A synchronous step waits for its slowest
     device, and a device holding a large sample is slow whatever it shares

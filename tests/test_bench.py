@@ -1,6 +1,6 @@
 """The benchmarks and the demo run (at a tiny size): their figures are not checked, their shape is.
 
-``python -m mxpatch_bind bench --tiny`` runs every benchmark in a few seconds; the figures
+``python -m benchmarks --tiny`` (from the checkout) runs every benchmark in a few seconds; the figures
 themselves come from full runs and live in docs/performance.md.
 """
 
@@ -11,16 +11,16 @@ import sys
 
 import pytest
 
-from mxpatch_bind import bench
+import benchmarks.__main__ as bench
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_DEMO = ["--epochs", "1", "--samples", "64", "--sizes", "16,32", "--per-device", "2"]
 
 
-def run_module(*args, timeout=240):
+def run_module(*args, timeout=600, module="mxpatch_bind"):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [REPO, os.environ.get("PYTHONPATH")])))
-    return subprocess.run([sys.executable, "-m", "mxpatch_bind"] + list(args), env=env,
+    return subprocess.run([sys.executable, "-m", module] + list(args), env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, timeout=timeout, check=False)
 
@@ -29,7 +29,7 @@ def run_module(*args, timeout=240):
 def tiny_bench(tmp_path_factory):
     """All benchmarks once, tiny, in a subprocess (they install and uninstall the patch)."""
     out = tmp_path_factory.mktemp("bench")
-    completed = run_module("bench", "--tiny", "--out", str(out))
+    completed = run_module("--tiny", "--out", str(out), module="benchmarks")
     assert completed.returncode == 0, completed.stderr[-3000:]
     return completed, out
 
@@ -40,7 +40,7 @@ def test_each_benchmark_writes_json_with_its_command_rows_and_targets(tiny_bench
     with open(os.path.join(str(out), name + ".json")) as stream:
         result = json.load(stream)
     assert result["benchmark"] == name
-    assert result["command"] == "python -m mxpatch_bind bench %s --tiny" % name
+    assert result["command"] == "python -m benchmarks %s --tiny" % name
     assert result["rows"] and result["targets"]
     assert all(set(t) == {"target", "value", "limit", "met"} for t in result["targets"])
 

@@ -134,7 +134,7 @@ def machine():
 
 
 def command(name, tiny):
-    return "python -m mxpatch_bind bench %s%s" % (name, " --tiny" if tiny else "")
+    return "python -m benchmarks %s%s" % (name, " --tiny" if tiny else "")
 
 
 def target(name, value, limit, met):

@@ -79,7 +79,7 @@ def _training_steps(mx, rounds, tiny):
 def _patch_calls_per_step(mx, mod, batch, count=10):
     """How often the patched bind/reshape run during stock-form training steps (expected: 0)."""
     import mxpatch_bind
-    from .. import binding
+    from mxpatch_bind import binding
     calls = []
     originals = {name: getattr(binding, name) for name in ("bind_wrapper", "reshape_wrapper")}
 

@@ -1,4 +1,4 @@
-"""``python -m mxpatch_bind bench [NAME...] [--tiny] [--out DIR]``: side-by-side benchmarks.
+"""``python -m benchmarks [NAME...] [--tiny] [--out DIR]`` from a checkout: side-by-side benchmarks.
 
 Every benchmark compares its cases in one process, interleaved round by round, and reports
 medians (and the per-round ratios' median). Each prints a table and writes ``DIR/NAME.json``.
@@ -9,7 +9,7 @@ import importlib
 import os
 import sys
 
-from ._bench import common
+from . import common
 
 BENCHMARKS = {
     "overhead": "Step time of stock-form training and bind/reshape dispatch, patched vs not.",
@@ -22,7 +22,7 @@ BENCHMARKS = {
 
 def build_parser():
     parser = argparse.ArgumentParser(
-        prog="python -m mxpatch_bind bench", description=__doc__,
+        prog="python -m benchmarks", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="benchmarks:\n" + "\n".join("  %-10s %s" % item for item in BENCHMARKS.items()))
     parser.add_argument("names", nargs="*", metavar="NAME",
@@ -50,14 +50,14 @@ def main(argv=None):
         parser.error("unknown benchmark(s) %s; choose from %s"
                      % (", ".join(unknown), ", ".join(BENCHMARKS)))
     for name in [] if args.no_run else args.names or list(BENCHMARKS):
-        benchmark = importlib.import_module("mxpatch_bind._bench." + name)
+        benchmark = importlib.import_module("benchmarks." + name)
         result = benchmark.run(tiny=args.tiny, rounds=args.rounds)
         path = common.write_json(result, args.out)
         print("== %s: %s\n%s\n(%s; JSON: %s)\n" % (name, BENCHMARKS[name],
                                                   benchmark.format_table(result),
                                                   result["command"], path), flush=True)
     if args.plot:
-        from ._bench import chart
+        from . import chart
         print("chart: %s" % chart.draw(args.out, args.plot))
     return 0
 

@@ -82,7 +82,7 @@ def _run_child(config, changes, warmup):
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     completed = subprocess.run(
-        [sys.executable, "-m", "mxpatch_bind._bench.memory", "--child", kind,
+        [sys.executable, "-m", "benchmarks.memory", "--child", kind,
          "--changes", str(changes), "--warmup", str(warmup)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
         check=False)

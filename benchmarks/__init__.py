@@ -1,0 +1,1 @@
+"""The side-by-side benchmarks behind ``python -m benchmarks`` (run from a checkout; not shipped in the wheel)."""
