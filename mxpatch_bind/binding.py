@@ -10,11 +10,11 @@ and keep working after ``uninstall()``.
 
 import functools
 
-from . import distributed, memory, shapes
 from mxnet import ndarray as nd
 from mxnet.io import DataDesc
 from mxnet.module import BucketingModule, Module
 
+from . import distributed, memory, shapes
 from .executor_group import PerDeviceExecutorGroup, is_device_batch
 
 __all__ = ["bind", "reshape", "adopt_module", "is_per_device"]

@@ -297,7 +297,8 @@ def report(results, args):
         lines.append("FAILED to learn (validation accuracy below %.0f%%): %s"
                      % (100 * args.min_accuracy, ", ".join(failed)))
     else:
-        lines.append("both runs learned (validation accuracy >= %.0f%%)" % (100 * args.min_accuracy))
+        lines.append("both runs learned (validation accuracy >= %.0f%%)"
+                     % (100 * args.min_accuracy))
     print("\n".join(lines))
     return not failed
 

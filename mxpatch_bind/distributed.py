@@ -20,7 +20,7 @@ _PROBE = (1.0, 0.5)
 # kvstore -> counts it has carried. Each count needs a fresh key (a kvstore refuses a second
 # init of a key), and every worker makes the same calls, so the n-th count gets the same key
 # on every worker.
-_counts_taken = weakref.WeakKeyDictionary()
+_counts_taken: "weakref.WeakKeyDictionary[object, int]" = weakref.WeakKeyDictionary()
 
 
 def is_sync_dist(kvstore):

@@ -1,8 +1,9 @@
-"""The per-device executor group: one executor per context, each with its own input shapes (private).
+"""The per-device executor group: one executor per context, each with its own shapes (private).
 
-A subclass of MXNet's ``DataParallelExecutorGroup``. Handed a :class:`~mxpatch_bind.shapes.DeviceShapes`
-it binds executor i with device i's shapes; handed a flat list (stock form) it behaves exactly
-as its base class, so a module can move between the two forms by ``reshape``.
+A subclass of MXNet's ``DataParallelExecutorGroup``. Handed a
+:class:`~mxpatch_bind.shapes.DeviceShapes` it binds executor i with device i's shapes; handed
+a flat list (stock form) it behaves exactly as its base class, so a module can move between
+the two forms by ``reshape``.
 
 The group keeps ``slices`` as the rows each device holds in the concatenated batch, so the
 stock code paths that slice a merged batch (``backward(out_grads)``, ``update_metric`` with
@@ -17,8 +18,16 @@ from collections import OrderedDict
 
 import mxnet as mx
 from mxnet import ndarray as nd
-from mxnet.base import (_LIB, ExecutorHandle, NDArrayHandle, c_array_buf, c_str_array,
-                        check_call, mx_int, mx_uint)
+from mxnet.base import (
+    _LIB,
+    ExecutorHandle,
+    NDArrayHandle,
+    c_array_buf,
+    c_str_array,
+    check_call,
+    mx_int,
+    mx_uint,
+)
 from mxnet.executor import Executor
 from mxnet.module.executor_group import DataParallelExecutorGroup, _merge_multi_context
 from mxnet.ndarray import NDArray, _ndarray_cls
@@ -42,8 +51,8 @@ _LEAN_RESHAPE_VERSIONS = ("1.8.", "1.9.")
 
 # What an executor's arrays are never changes, but asking MXNet costs a C call per array
 # (shape, storage type): asked once per executor, kept as long as the executor lives.
-_KNOWN_SHAPES = weakref.WeakKeyDictionary()
-_ALL_DENSE = weakref.WeakKeyDictionary()
+_KNOWN_SHAPES: "weakref.WeakKeyDictionary[Executor, dict]" = weakref.WeakKeyDictionary()
+_ALL_DENSE: "weakref.WeakKeyDictionary[Executor, bool]" = weakref.WeakKeyDictionary()
 
 
 class PerDeviceExecutorGroup(DataParallelExecutorGroup):
@@ -201,7 +210,8 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         self.grad_arrays = ([[e.grad_arrays[i] for e in self.execs] for i in param_index]
                             if self.for_training else None)
         if self.inputs_need_grad:
-            self.input_grad_arrays = [[e.grad_arrays[self.arg_names.index(name)] for e in self.execs]
+            self.input_grad_arrays = [[e.grad_arrays[self.arg_names.index(name)]
+                                       for e in self.execs]
                                       for name in self.data_names if name in self.arg_names]
         else:
             self.input_grad_arrays = None

@@ -1,4 +1,4 @@
-"""install / uninstall / patched / status: which bind and reshape MXNet's Module points at (private).
+"""install / uninstall / patched / status: which bind and reshape MXNet's Module runs (private).
 
 All patch state lives in one :class:`_State` behind one lock. The patched targets are declared
 once, in :data:`TARGETS`, which install, uninstall, the version guard and status all read.
@@ -28,7 +28,8 @@ _BIND_PARAMETERS = ("self", "data_shapes", "label_shapes", "for_training", "inpu
                     "force_rebind", "shared_module", "grad_req")
 
 Target = namedtuple("Target", ["module", "owner", "attribute", "wrapper", "parameters"])
-Target.__doc__ = "One patched method: where it lives, our wrapper's name in binding.py, its parameters."
+Target.__doc__ = ("One patched method: where it lives, our wrapper's name in binding.py, "
+                  "its parameters.")
 
 # Patch the classes in the modules that define them: MXNet looks the methods up on the class
 # (``module.bind(...)``, ``Module.bind(self, ...)`` through super()), so every caller sees it.
@@ -221,7 +222,7 @@ def is_installed():
 
 
 def status():
-    """A :class:`PatchStatus` snapshot: installed, refcount, MXNet version, targets, foreign wrappers.
+    """A :class:`PatchStatus` snapshot: installed, refcount, MXNet version, targets, wrappers.
 
     Examples
     --------
