@@ -1,6 +1,7 @@
 """Process and socket helpers shared by the launcher and distributed tests, read from /proc."""
 
 import os
+import signal
 import socket
 import struct
 import time
@@ -64,6 +65,15 @@ def wait_until_gone(identities, timeout_s=30.0):
         if not left or time.monotonic() >= deadline:
             return left
         time.sleep(0.05)
+
+
+def kill_running(identities):
+    """SIGKILL, by PID, the processes of ``identities`` still running: a failed test's leftovers."""
+    for pid in running(identities):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def descendants(root):
