@@ -596,7 +596,8 @@ def _parser():
                         help="number of workers")
     parser.add_argument("-s", "--num-servers", type=count, default=1,
                         help="number of servers (default: %(default)s)")
-    parser.add_argument("--timeout", type=seconds, default=300.0,
+    timeout = _flag_type(_seconds_flag, "a finite number of seconds >= 0 (0: no limit)")
+    parser.add_argument("--timeout", type=timeout, default=300.0,
                         help="seconds the workers may run, 0 for no limit (default: %(default)g)")
     parser.add_argument("--grace", type=seconds, default=5.0,
                         help="seconds to let processes exit by themselves (default: %(default)g)")

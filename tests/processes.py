@@ -145,7 +145,7 @@ def listening_addresses(pids):
 
 
 def tcp_peers(pids):
-    """Every ``(local, remote)`` address pair of the TCP sockets ``pids`` hold, any state."""
+    """``(local, remote)`` of every TCP socket ``pids`` hold that is not listening."""
     sockets = tcp_sockets()
     return sorted(sockets[inode][:2] for pid in pids for inode in socket_inodes(pid)
-                  if inode in sockets)
+                  if inode in sockets and sockets[inode][2] != TCP_LISTEN)

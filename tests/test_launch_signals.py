@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from processes import descendants, identify, kill_running, running, wait_until_gone
 
 REPO = Path(__file__).resolve().parents[1]
