@@ -14,9 +14,10 @@ arrives meanwhile. Each exited child is reaped only after its group has been
 signalled, so its process ID, and with it the group ID, cannot be reused by an
 unrelated process in between. On Linux every child also asks the kernel for
 SIGKILL when the launcher dies (``PR_SET_PDEATHSIG``), so even ``kill -9`` of
-the launcher ends the scheduler, the servers and the workers; processes they
-started themselves are not covered by that. A process that leaves its group
-(``setsid``) escapes. POSIX only.
+the launcher ends the scheduler, the servers and the workers, and a watchdog
+process, which the launcher tells every group it creates, then kills those
+groups, with whatever the workers started in them. A process that leaves its
+group (``setsid``) escapes. POSIX only; the parent-death signal is Linux only.
 
 Command line::
 
@@ -50,7 +51,7 @@ from collections.abc import Mapping as MappingABC
 from collections.abc import Sequence as SequenceABC
 from typing import Callable, List, Mapping, Optional, Sequence, TextIO
 
-from . import _launch_env
+from . import _launch_env, _launch_watchdog
 from ._launch_env import LOOPBACK
 
 __all__ = ["launch", "main"]
@@ -124,6 +125,39 @@ def _die_with_launcher() -> Optional[Callable[[], None]]:
             os.kill(os.getpid(), signal.SIGKILL)
 
     return set_parent_death_signal
+
+
+class _Watchdog:
+    """The process that kills the job's groups if the launcher dies: see ``_launch_watchdog``.
+
+    The kernel's parent-death signal ends the launcher's children; the
+    watchdog also ends what they started, in their process groups.
+    """
+
+    def __init__(self):
+        self.popen = subprocess.Popen(
+            [sys.executable, "-I", _launch_watchdog.__file__], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def watch(self, group):
+        self._send(str(group))
+
+    def close(self):
+        """Tell the watchdog the job is over, and reap it."""
+        self._send(_launch_watchdog._DONE)
+        try:
+            self.popen.stdin.close()
+        except OSError:
+            pass
+        self.popen.wait()
+
+    def _send(self, word):
+        try:
+            self.popen.stdin.write((word + "\n").encode())
+            self.popen.stdin.flush()
+        except OSError:
+            # Killed by someone: the parent-death signal still ends the children.
+            pass
 
 
 class _Node:
@@ -350,13 +384,14 @@ def _stop(nodes, grace, output, signals):
         node.reap()
 
 
-def _start(command, num_workers, num_servers, environ, output, nodes, signals):
+def _start(command, num_workers, num_servers, environ, output, nodes, signals, watchdog):
     """Start the processes into ``nodes``; return None, or an exit status on failure."""
     for name, argv, node_environ in _plan(command, num_workers, num_servers, environ):
         if signals.received is not None:
             return _received(signals, nodes, output)
         try:
             nodes.append(_Node(name, argv, node_environ, output))
+            watchdog.watch(nodes[-1].pid)
         except OSError as error:
             output.say("cannot start {} ({!r}): {}; stopping {}".format(
                 name, argv[0], error.strerror or error, _plural(len(nodes))))
@@ -536,13 +571,16 @@ def launch(command: Sequence[str], num_workers: int, num_servers: int = 1,
                                       _free_port())
     nodes: List[_Node] = []
     with _SignalFlag() as signals:
+        watchdog = _Watchdog()
         try:
-            status = _start(command, num_workers, num_servers, environ, output, nodes, signals)
+            status = _start(command, num_workers, num_servers, environ, output, nodes, signals,
+                            watchdog)
             if status is None:
                 workers = nodes[1 + num_servers:]
                 status = _supervise(nodes, workers, timeout, grace, output, signals)
         finally:
             _stop(nodes, grace, output, signals)
+            watchdog.close()
     return status
 
 

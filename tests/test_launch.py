@@ -12,9 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from processes import alive, descendants
-
 from mxpatch_bind.launch import launch
+from processes import alive, descendants
 
 REPO = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).resolve().parent / "dist_scripts" / "launch_worker.py"

@@ -98,7 +98,8 @@ def test_an_env_with_only_variables_the_launcher_does_not_own_is_accepted(nothin
 
 @pytest.mark.parametrize("argv, complaint", [
     (["-n", "0", "--", "python"], "argument -n/--num-workers: must be an integer >= 1, got '0'"),
-    (["-n", "1.5", "--", "python"], "argument -n/--num-workers: must be an integer >= 1, got '1.5'"),
+    (["-n", "1.5", "--", "python"],
+     "argument -n/--num-workers: must be an integer >= 1, got '1.5'"),
     (["-n", "2", "-s", "0", "--", "python"],
      "argument -s/--num-servers: must be an integer >= 1, got '0'"),
     (["-n", "2", "--"], "a worker command is required"),

@@ -1,12 +1,14 @@
 """Loopback enforced: the launcher builds its children's environment, whatever it inherits."""
 
 import os
+import re
 import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
+from mxpatch_bind import _launch_env
 from processes import (
     descendants,
     identify,
@@ -16,14 +18,13 @@ from processes import (
     wait_until_gone,
 )
 
-from mxpatch_bind import _launch_env
-
 REPO = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).resolve().parent / "dist_scripts" / "launch_worker.py"
 WAIT_S = 90
 # Non-loopback values are only environment values here: the launcher must override or
 # remove each one, and no connection may ever be attempted to them.
 NOWHERE = "10.255.255.1"
+STARTED = re.compile(r"(scheduler|server \d+|worker \d+) \(pid (\d+)\)")
 
 
 def free_port():
@@ -117,7 +118,12 @@ class RunningJob:
             if sum("] ready rank" in seen for seen in self.lines) == 2:
                 self.ready.set()
 
+    def nodes(self):
+        """The scheduler's, the server's and the workers' PIDs, as the launcher named them."""
+        return [int(pid) for line in self.lines for _, pid in STARTED.findall(line)]
+
     def job(self):
+        """Every process below the launcher (its watchdog too), identified."""
         return identify(descendants(self.popen.pid))
 
     def stop(self):
@@ -134,7 +140,8 @@ def test_every_listening_socket_of_a_job_under_a_hostile_environment_is_on_loopb
     try:
         assert job.ready.wait(WAIT_S), "\n".join(job.lines)
         identities = job.job()
-        listening = listening_addresses(identities)
+        nodes = job.nodes()
+        listening = listening_addresses(nodes)
         peers = tcp_peers(identities)
         release.touch()
         code = job.popen.wait(timeout=WAIT_S)
@@ -144,7 +151,8 @@ def test_every_listening_socket_of_a_job_under_a_hostile_environment_is_on_loopb
         kill_running(identities)
 
     # scheduler, server and two workers: each one ps-lite node listening on its own port.
-    assert len(identities) == 4 and all(len(found) == 1 for found in listening.values()), listening
+    assert len(nodes) == 4 and set(nodes) <= set(identities)
+    assert all(len(found) == 1 for found in listening.values()), listening
     assert {host for found in listening.values() for host, _ in found} == {"127.0.0.1"}
     assert port not in {number for found in listening.values() for _, number in found}
     assert peers and {host for pair in peers for host, _ in pair} == {"127.0.0.1"}

@@ -6,6 +6,7 @@ dist_sync kvstore) or during shutdown (a worker that ignores SIGTERM keeps the l
 its grace period), and checks through /proc that no process of the job is left.
 """
 
+import io
 import os
 import queue
 import re
@@ -17,6 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+import mxpatch_bind.launch as launch_module
 from processes import descendants, identify, kill_running, running, wait_until_gone
 
 REPO = Path(__file__).resolve().parents[1]
@@ -181,6 +184,42 @@ def test_killing_the_launcher_takes_the_whole_job_with_it(phase, release):
 
     assert code == -signal.SIGKILL
     assert left == []
+
+
+def test_killing_the_launcher_also_ends_what_a_worker_started(release):
+    launcher = Launcher(["spawn"])
+    grandchild = int(launcher.wait_for("spawned pid").split()[-1])
+
+    code, _, _, left = send_and_finish(launcher, signal.SIGKILL)
+
+    assert code == -signal.SIGKILL
+    assert grandchild in launcher.job() and left == []
+
+
+@pytest.mark.parametrize("signum", STOP_SIGNALS, ids=lambda signum: signum.name)
+def test_a_signal_while_the_processes_start_stops_starting_them(signum, monkeypatch):
+    # In this process (pytest's main thread): the signal arrives right after the
+    # scheduler started, before the server would.
+    started = []
+
+    def node_then_signal(name, *args):
+        started.append(real_node(name, *args))
+        signal.raise_signal(signum)
+        return started[-1]
+
+    real_node = launch_module._Node
+    monkeypatch.setattr(launch_module, "_Node", node_then_signal)
+    handler_before = signal.getsignal(signum)
+    err = io.StringIO()
+
+    code = launch_module.launch([sys.executable, str(WORKER), "sleep"], 1, stdout=io.StringIO(),
+                                stderr=err, timeout=WAIT_S)
+
+    assert code == 128 + signum
+    assert [node.name for node in started] == ["scheduler"]
+    assert "received {}; stopping 1 process".format(signum.name) in err.getvalue()
+    assert started[0].popen.returncode == -signal.SIGTERM
+    assert signal.getsignal(signum) == handler_before
 
 
 def ignore_sighup():

@@ -10,6 +10,8 @@
 ``steps RELEASE``
     Join a dist_sync kvstore, print ``ready``, then push and pull one small array
     every 0.1 s until a worker sees the file RELEASE, and exit 0.
+``spawn``
+    Start a child process that sleeps for an hour, print its PID, and sleep too.
 ``ignore-term``
     Ignore SIGTERM, say so, and sleep for an hour: only SIGKILL ends it.
 ``show ARGS...``
@@ -68,6 +70,12 @@ def main(mode, *args):
         time.sleep(3600)
     elif mode == "steps":
         steps(*args)
+    elif mode == "spawn":
+        import subprocess
+
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        print("spawned pid {}".format(child.pid))
+        time.sleep(3600)
     elif mode == "ignore-term":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         print("ignoring SIGTERM")
