@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 
-_DONE = "done"
+DONE = "done"
 
 
 def _ignore_stop_signals():
@@ -27,7 +27,7 @@ def _groups_until_end(lines):
     groups = []
     for line in lines:
         word = line.strip()
-        if word == _DONE:
+        if word == DONE:
             return None
         groups.append(int(word))
     return groups

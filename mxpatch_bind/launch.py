@@ -38,6 +38,7 @@ arrives while the job is being stopped only makes the stop immediate.
 """
 
 import argparse
+import functools
 import math
 import numbers
 import os
@@ -87,8 +88,9 @@ class _Output:
         self.write_line(self.stderr, "{}: {}".format(_PROG, message))
 
 
+@functools.lru_cache(maxsize=None)
 def _load_prctl():
-    """libc's ``prctl``, or None where there is none (not Linux)."""
+    """libc's ``prctl``, or None where there is none (not Linux); looked up once."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
@@ -103,10 +105,6 @@ def _load_prctl():
     return prctl
 
 
-# Looked up once, in the launcher: the forked child only calls it.
-_PRCTL = _load_prctl()
-
-
 def _die_with_launcher() -> Optional[Callable[[], None]]:
     """A ``preexec_fn`` that has the kernel SIGKILL the child when the launcher dies.
 
@@ -114,14 +112,17 @@ def _die_with_launcher() -> Optional[Callable[[], None]]:
     the thread that calls :func:`launch` starts every process and waits for
     them all, so it outlives them. The launcher may die between the fork and
     the ``prctl``; the child then has a new parent already and kills itself.
+    Where ``prctl`` fails (a sandbox refusing it), the watchdog still covers.
+    Everything is looked up here, in the launcher: the forked child only calls.
     """
-    prctl = _PRCTL
+    prctl = _load_prctl()
     if prctl is None:
         return None
     launcher_pid = os.getpid()
 
     def set_parent_death_signal():
-        if prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != launcher_pid:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != launcher_pid:
             os.kill(os.getpid(), signal.SIGKILL)
 
     return set_parent_death_signal
@@ -144,7 +145,7 @@ class _Watchdog:
 
     def close(self):
         """Tell the watchdog the job is over, and reap it."""
-        self._send(_launch_watchdog._DONE)
+        self._send(_launch_watchdog.DONE)
         try:
             self.popen.stdin.close()
         except OSError:
@@ -356,8 +357,13 @@ def _wait_for_ps_nodes(nodes, grace, output, signals):
     # ps-lite shuts them down when the workers finalize a dist kvstore; a job
     # whose workers never created one leaves them waiting. The workers'
     # success decided the status: a signal now only cuts the wait short.
-    output.say("workers succeeded; stopping {}, still running after {:g} s".format(
-        ", ".join(node.name for node in running), time.monotonic() - deadline + grace))
+    names = ", ".join(node.name for node in running)
+    if signals.received is not None:
+        output.say("workers succeeded; received {}; stopping {}".format(
+            _signal_name(signals.received), names))
+    else:
+        output.say("workers succeeded; stopping {}, still running after {:g} s".format(
+            names, grace))
     return 0
 
 
@@ -478,8 +484,9 @@ def launch(command: Sequence[str], num_workers: int, num_servers: int = 1,
     job as soon as any process exits non-zero, the timeout expires, or SIGINT,
     SIGTERM, SIGHUP or SIGQUIT arrives (handled only when called from the main
     thread; one the process ignores, as under ``nohup``, stays ignored). When
-    it returns, every process it started has been reaped. On Linux the
-    processes are also SIGKILLed by the kernel if the launcher dies.
+    it returns, every process it started has been reaped. Should the
+    launcher die (``kill -9``), the kernel SIGKILLs its children (Linux) and a
+    watchdog process kills their process groups.
 
     Every argument is checked before anything starts.
 
