@@ -247,6 +247,8 @@ class _SignalFlag:
         self.received = None
         self.last = None
         self.count = 0
+        # Whether the first signal decided the exit status; set by the supervisor.
+        self.stopped_the_job = False
         self._previous = {}
 
     def __enter__(self):
@@ -339,6 +341,7 @@ def _supervise(nodes, workers, timeout, grace, output, signals):
 
 
 def _received(signals, running, output):
+    signals.stopped_the_job = True
     output.say("received {}; stopping {}".format(
         _signal_name(signals.received), _plural(len(running))))
     return 128 + signals.received
@@ -372,12 +375,14 @@ def _stop(nodes, grace, output, signals):
 
     A signal that arrives meanwhile ends the wait at once.
     """
-    signals_before = signals.count
+    # Counted from the first signal on, not from here, so that a signal arriving just
+    # before this line is not taken for the one that made the launcher stop.
+    signals_expected = 1 if signals.stopped_the_job else 0
     for node in nodes:
         node.signal_group(signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and any(node.exit_code() is None for node in nodes):
-        if signals.count > signals_before:
+        if signals.count > signals_expected:
             output.say("received {} while stopping; killing {}".format(
                 _signal_name(signals.last), _plural(
                     sum(node.exit_code() is None for node in nodes))))
