@@ -39,8 +39,6 @@ arrives while the job is being stopped only makes the stop immediate.
 
 import argparse
 import functools
-import math
-import numbers
 import os
 import signal
 import socket
@@ -48,11 +46,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping as MappingABC
-from collections.abc import Sequence as SequenceABC
 from typing import Callable, List, Mapping, Optional, Sequence, TextIO
 
-from . import _launch_env, _launch_watchdog
+from . import _launch_args, _launch_env, _launch_watchdog
 from ._launch_env import LOOPBACK
 
 __all__ = ["launch", "main"]
@@ -413,70 +409,6 @@ def _start(command, num_workers, num_servers, environ, output, nodes, signals, w
     return None
 
 
-# -- arguments ---------------------------------------------------------------------------
-
-def _count(name, value, minimum):
-    """``value`` as an int, when it is an integer (numpy's too) >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError("{} must be an integer >= {}, got {!r} of type {}".format(
-            name, minimum, value, type(value).__name__))
-    if value < minimum:
-        raise ValueError("{} must be an integer >= {}, got {!r}".format(name, minimum, value))
-    return int(value)
-
-
-def _seconds(name, value, minimum, inclusive, none_means=None):
-    """``value`` as a float, when it is a finite real number above ``minimum``."""
-    bound = "{} {:g}".format(">=" if inclusive else ">", minimum)
-    accepted = "a finite number of seconds {}{}".format(
-        bound, "" if none_means is None else ", or None for " + none_means)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError("{} must be {}, got {!r} of type {}".format(
-            name, accepted, value, type(value).__name__))
-    seconds = float(value)
-    in_range = seconds >= minimum if inclusive else seconds > minimum
-    if not (math.isfinite(seconds) and in_range):
-        raise ValueError("{} must be {}, got {!r}".format(name, accepted, value))
-    return seconds
-
-
-def _check_command(command):
-    if isinstance(command, (str, bytes)) or not isinstance(command, SequenceABC):
-        raise TypeError(
-            "command must be a non-empty list of str such as ['python', 'train.py'], "
-            "got {!r}".format(command))
-    if not command:
-        raise ValueError(
-            "command must be a non-empty list of str such as ['python', 'train.py'], "
-            "got {!r}".format(command))
-    for position, argument in enumerate(command):
-        if not isinstance(argument, str):
-            raise TypeError("command[{}] must be a str, got {!r} of type {}".format(
-                position, argument, type(argument).__name__))
-        if "\0" in argument:
-            raise ValueError("command[{}] must not contain a NUL character, got {!r}".format(
-                position, argument))
-    return list(command)
-
-
-def _check_env(env):
-    if env is None:
-        return {}
-    if not isinstance(env, MappingABC):
-        raise TypeError("env must be a dict of str to str or None, got {!r}".format(env))
-    for name, value in env.items():
-        if not isinstance(name, str) or not isinstance(value, str):
-            raise TypeError("env must map str to str, got {!r}: {!r}".format(name, value))
-        if not name or "=" in name or "\0" in name or "\0" in value:
-            raise ValueError(
-                "env names must be non-empty without '=' or NUL, and values without NUL, "
-                "got {!r}: {!r}".format(name, value))
-        if _launch_env.is_owned(name):
-            raise ValueError("env must not set {!r}: the launcher owns {}".format(
-                name, _launch_env.OWNED_SUMMARY))
-    return dict(env)
-
-
 def launch(command: Sequence[str], num_workers: int, num_servers: int = 1,
            timeout: Optional[float] = 300.0, env: Optional[Mapping[str, str]] = None,
            grace: float = 5.0, stdout: Optional[TextIO] = None,
@@ -571,13 +503,14 @@ def launch(command: Sequence[str], num_workers: int, num_servers: int = 1,
     >>> code  # doctest: +SKIP
     0
     """
-    command = _check_command(command)
-    num_workers = _count("num_workers", num_workers, 1)
-    num_servers = _count("num_servers", num_servers, 1)
+    command = _launch_args.check_command(command)
+    num_workers = _launch_args.count("num_workers", num_workers, 1)
+    num_servers = _launch_args.count("num_servers", num_servers, 1)
     if timeout is not None:
-        timeout = _seconds("timeout", timeout, 0, inclusive=False, none_means="no limit")
-    grace = _seconds("grace", grace, 0, inclusive=True)
-    extra_env = _check_env(env)
+        timeout = _launch_args.seconds("timeout", timeout, 0, inclusive=False,
+                                       none_means="no limit")
+    grace = _launch_args.seconds("grace", grace, 0, inclusive=True)
+    extra_env = _launch_args.check_env(env)
     output = _Output(stdout or sys.stdout, stderr or sys.stderr)
     environ = _launch_env.job_environ(os.environ, extra_env, num_workers, num_servers,
                                       _free_port())
@@ -598,58 +531,21 @@ def launch(command: Sequence[str], num_workers: int, num_servers: int = 1,
 
 # -- command line ------------------------------------------------------------------------
 
-class _Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors are one line: exit status 2, no usage block."""
-
-    def error(self, message):
-        self.exit(2, "{}: error: {} (see --help)\n".format(self.prog, message))
-
-
-def _flag_type(check, description):
-    """An argparse ``type`` that parses with ``float``/``int`` and checks like the API."""
-
-    def parse(text):
-        try:
-            return check(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                "must be {}, got {!r}".format(description, text)) from None
-
-    return parse
-
-
-def _count_flag(text):
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
-
-
-def _seconds_flag(text):
-    value = float(text)
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(text)
-    return value
-
-
 def _parser():
-    parser = _Parser(
+    parser = _launch_args.Parser(
         prog="python -m " + _PROG,
         description="Run a dist_* kvstore job on this machine (127.0.0.1 only): "
                     "one scheduler, the servers, and the workers running COMMAND.",
         epilog="Example: python -m {} -n 2 -s 1 -- python train.py --kv-store dist_sync"
                .format(_PROG),
     )
-    count = _flag_type(_count_flag, "an integer >= 1")
-    seconds = _flag_type(_seconds_flag, "a finite number of seconds >= 0")
-    parser.add_argument("-n", "--num-workers", type=count, required=True,
+    parser.add_argument("-n", "--num-workers", type=_launch_args.count_flag, required=True,
                         help="number of workers")
-    parser.add_argument("-s", "--num-servers", type=count, default=1,
+    parser.add_argument("-s", "--num-servers", type=_launch_args.count_flag, default=1,
                         help="number of servers (default: %(default)s)")
-    timeout = _flag_type(_seconds_flag, "a finite number of seconds >= 0 (0: no limit)")
-    parser.add_argument("--timeout", type=timeout, default=300.0,
+    parser.add_argument("--timeout", type=_launch_args.timeout_flag, default=300.0,
                         help="seconds the workers may run, 0 for no limit (default: %(default)g)")
-    parser.add_argument("--grace", type=seconds, default=5.0,
+    parser.add_argument("--grace", type=_launch_args.seconds_flag, default=5.0,
                         help="seconds to let processes exit by themselves (default: %(default)g)")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND",
                         help="the worker command, after --")
