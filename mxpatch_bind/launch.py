@@ -12,12 +12,11 @@ SIGQUIT arrived), it signals the process groups it created, and nothing else:
 SIGTERM, then SIGKILL after a grace period, at once when another signal
 arrives meanwhile. Each exited child is reaped only after its group has been
 signalled, so its process ID, and with it the group ID, cannot be reused by an
-unrelated process in between. On Linux every child also asks the kernel for
-SIGKILL when the launcher dies (``PR_SET_PDEATHSIG``), so even ``kill -9`` of
-the launcher ends the scheduler, the servers and the workers, and a watchdog
-process, which the launcher tells every group it creates, then kills those
-groups, with whatever the workers started in them. A process that leaves its
-group (``setsid``) escapes. POSIX only; the parent-death signal is Linux only.
+unrelated process in between. Should the launcher itself die (``kill -9``),
+the kernel SIGKILLs every child, each of which asked for that with
+``prctl(PR_SET_PDEATHSIG)`` (Linux only), and a watchdog process, told every
+group the launcher creates, kills those groups with whatever the workers
+started in them. A process that leaves its group (``setsid``) escapes. POSIX only.
 
 Command line::
 
