@@ -5,8 +5,11 @@ its stdin, and writes the process group ID of every process it starts, one per
 line, then ``done`` once it has stopped and reaped the job itself. End of file
 without ``done`` means the launcher died (``kill -9``, say): the kernel's
 parent-death signal ends the launcher's own children, and this ends whatever
-they started in their groups. Standard library only: it runs without the
-package on the path.
+they started in their groups. A group whose processes have all ended by then
+may in principle have had its ID reused; Linux hands PIDs out in turn up to
+``pid_max``, so that would take the whole range being used up within the
+moment between the launcher's death and the kill. Standard library only: it
+runs without the package on the path.
 """
 
 import os
