@@ -7,13 +7,16 @@ and its tracker binds the scheduler to a non-loopback address.
 
 Every process is started in a session of its own, so Ctrl-C in a terminal
 reaches only the launcher, which then stops the job itself. When the launcher
-stops the job (a process failed, the timeout expired, SIGINT or SIGTERM
-arrived), it signals the process groups it created, and nothing else: SIGTERM,
-then SIGKILL after a grace period. Each exited child is reaped only after its
-group has been signalled, so its process ID, and with it the group ID, cannot
-be reused by an unrelated process in between. A process that leaves its group
-(``setsid``) escapes, and so does everything if the launcher itself is killed
-with SIGKILL. POSIX only.
+stops the job (a process failed, the timeout expired, SIGINT, SIGTERM, SIGHUP or
+SIGQUIT arrived), it signals the process groups it created, and nothing else:
+SIGTERM, then SIGKILL after a grace period, at once when another signal
+arrives meanwhile. Each exited child is reaped only after its group has been
+signalled, so its process ID, and with it the group ID, cannot be reused by an
+unrelated process in between. Should the launcher itself die (``kill -9``),
+the kernel SIGKILLs every child, each of which asked for that with
+``prctl(PR_SET_PDEATHSIG)`` (Linux only), and a watchdog process, told every
+group the launcher creates, kills those groups with whatever the workers
+started in them. A process that leaves its group (``setsid``) escapes. POSIX only.
 
 Command line::
 
@@ -21,20 +24,20 @@ Command line::
 
 The scheduler and the servers run ``import mxnet`` in the launcher's own
 Python (``sys.executable``), which therefore needs MXNet; the launcher itself
-does not import it. Every process gets ``DMLC_PS_ROOT_URI=127.0.0.1``, ``DMLC_PS_ROOT_PORT`` (a
-free port), ``DMLC_NODE_HOST=127.0.0.1``, ``DMLC_NUM_SERVER``,
-``DMLC_NUM_WORKER``, ``DMLC_ROLE`` and ``PYTHONUNBUFFERED=1`` (unless already
-set), so that output arrives line by line. Workers also get
-``MXPATCH_LAUNCH_WORKER_INDEX``, their index in start order; it is not the
-kvstore rank, which the scheduler assigns (read ``kv.rank``). Output lines are
-forwarded with a prefix: ``[scheduler] ``, ``[server 0] ``, ``[worker 1] ``.
+does not import it. The children's environment is the launcher's, minus every
+variable that could make ps-lite use another address, plus the job's own: see
+:func:`launch` for the variables the launcher owns. Output lines are forwarded
+with a prefix: ``[scheduler] ``, ``[server 0] ``, ``[worker 1] ``.
 
 Exit status: 0 when every worker exited 0; the failing process's exit code
 (128 + N when killed by signal N); 124 when the timeout expired; 128 + N when
-the launcher received signal N; 126 or 127 when a command could not be started.
+the launcher received signal N; 126 or 127 when a command could not be started;
+2 for a bad command line. The first of these events decides; a signal that
+arrives while the job is being stopped only makes the stop immediate.
 """
 
 import argparse
+import functools
 import os
 import signal
 import socket
@@ -42,11 +45,14 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Callable, List, Mapping, Optional, Sequence, TextIO
+
+from . import _launch_args, _launch_env, _launch_watchdog
+from ._launch_env import LOOPBACK
 
 __all__ = ["launch", "main"]
 
 _PROG = "mxpatch_bind.launch"
-_LOOPBACK = "127.0.0.1"
 _POLL_S = 0.05
 _READER_JOIN_S = 1.0
 # The exit status coreutils' ``timeout`` uses, so that scripts recognise it.
@@ -54,6 +60,10 @@ _EXIT_TIMEOUT = 124
 # Scheduler and servers are plain MXNet imports: with DMLC_ROLE set, importing
 # mxnet starts the node and blocks until the workers finalize.
 _PS_NODE_COMMAND = (sys.executable, "-c", "import mxnet")
+# Every signal that ends a process by default and can be caught, short of the
+# job-control and timer ones: what a terminal, a session manager or ``kill`` sends.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 class _Output:
@@ -73,6 +83,79 @@ class _Output:
         self.write_line(self.stderr, "{}: {}".format(_PROG, message))
 
 
+@functools.lru_cache(maxsize=None)
+def _load_prctl():
+    """libc's ``prctl``, or None where there is none (not Linux); looked up once."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
+                      ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+def _die_with_launcher() -> Optional[Callable[[], None]]:
+    """A ``preexec_fn`` that has the kernel SIGKILL the child when the launcher dies.
+
+    The parent-death signal fires when the *thread* that forked the child ends:
+    the thread that calls :func:`launch` starts every process and waits for
+    them all, so it outlives them. The launcher may die between the fork and
+    the ``prctl``; the child then has a new parent already and kills itself.
+    Where ``prctl`` fails (a sandbox refusing it), the watchdog still covers.
+    Everything is looked up here, in the launcher: the forked child only calls.
+    """
+    prctl = _load_prctl()
+    if prctl is None:
+        return None
+    launcher_pid = os.getpid()
+
+    def set_parent_death_signal():
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != launcher_pid:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return set_parent_death_signal
+
+
+class _Watchdog:
+    """The process that kills the job's groups if the launcher dies: see ``_launch_watchdog``.
+
+    The kernel's parent-death signal ends the launcher's children; the
+    watchdog also ends what they started, in their process groups.
+    """
+
+    def __init__(self):
+        self.popen = subprocess.Popen(
+            [sys.executable, "-I", _launch_watchdog.__file__], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def watch(self, group):
+        self._send(str(group))
+
+    def close(self):
+        """Tell the watchdog the job is over, and reap it."""
+        self._send(_launch_watchdog.DONE)
+        try:
+            self.popen.stdin.close()
+        except OSError:
+            pass
+        self.popen.wait()
+
+    def _send(self, word):
+        try:
+            self.popen.stdin.write((word + "\n").encode())
+            self.popen.stdin.flush()
+        except OSError:
+            # Killed by someone: the parent-death signal still ends the children.
+            pass
+
+
 class _Node:
     """One process of the job: its name in messages and the ``Popen`` running it."""
 
@@ -87,6 +170,7 @@ class _Node:
             # Own session and process group: the terminal's Ctrl-C goes to the
             # launcher only, and the group can be signalled as a whole.
             start_new_session=True,
+            preexec_fn=_die_with_launcher(),
         )
         prefix = "[{}] ".format(name)
         self._readers = [
@@ -146,25 +230,28 @@ def _forward_lines(pipe, prefix, output, stream):
 
 
 class _SignalFlag:
-    """Turn SIGINT and SIGTERM into a flag the supervising loop polls.
+    """Turn the stop signals into a flag the supervising loop polls.
 
     No exception is raised at an arbitrary point, so a signal cannot cut the
     start-up or the clean-up short. Handlers can only be installed from the
-    main thread; elsewhere the flag never rises.
+    main thread; elsewhere the flag never rises. A signal the launcher was
+    started ignoring stays ignored, so that ``nohup`` keeps working.
     """
-
-    _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self):
         self.received = None
+        self.last = None
+        self.count = 0
+        # Whether the first signal decided the exit status; set by the supervisor.
+        self.stopped_the_job = False
         self._previous = {}
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            for signum in self._SIGNALS:
+            for signum in _STOP_SIGNALS:
                 previous = signal.getsignal(signum)
                 # None means a handler installed outside Python: it could not be restored.
-                if previous is not None:
+                if previous is not None and previous != signal.SIG_IGN:
                     self._previous[signum] = signal.signal(signum, self._record)
         return self
 
@@ -176,6 +263,8 @@ class _SignalFlag:
     def _record(self, signum, frame):
         if self.received is None:
             self.received = signum
+        self.last = signum
+        self.count += 1
 
 
 def _free_port():
@@ -185,37 +274,18 @@ def _free_port():
     then fails, and so does the job, with a message.
     """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((_LOOPBACK, 0))
+        sock.bind((LOOPBACK, 0))
         return sock.getsockname()[1]
-
-
-def _job_environ(env, num_workers, num_servers):
-    environ = dict(os.environ)
-    environ.setdefault("PYTHONUNBUFFERED", "1")
-    environ.update(env or {})
-    environ.update(
-        DMLC_PS_ROOT_URI=_LOOPBACK,
-        DMLC_PS_ROOT_PORT=str(_free_port()),
-        DMLC_NODE_HOST=_LOOPBACK,
-        DMLC_NUM_SERVER=str(num_servers),
-        DMLC_NUM_WORKER=str(num_workers),
-    )
-    # A rank left over from an enclosing job would stop ps-lite from taking the
-    # one the scheduler assigns.
-    environ.pop("DMLC_RANK", None)
-    return environ
 
 
 def _plan(command, num_workers, num_servers, environ):
     """Yield ``(name, argv, environ)`` for every process, scheduler first."""
-    yield "scheduler", _PS_NODE_COMMAND, dict(environ, DMLC_ROLE="scheduler")
+    node_environ = _launch_env.node_environ
+    yield "scheduler", _PS_NODE_COMMAND, node_environ(environ, "scheduler")
     for index in range(num_servers):
-        yield "server {}".format(index), _PS_NODE_COMMAND, dict(environ, DMLC_ROLE="server")
+        yield "server {}".format(index), _PS_NODE_COMMAND, node_environ(environ, "server")
     for index in range(num_workers):
-        worker_environ = dict(
-            environ, DMLC_ROLE="worker", MXPATCH_LAUNCH_WORKER_INDEX=str(index)
-        )
-        yield "worker {}".format(index), list(command), worker_environ
+        yield "worker {}".format(index), list(command), node_environ(environ, "worker", index)
 
 
 def _signal_name(signum):
@@ -256,15 +326,20 @@ def _supervise(nodes, workers, timeout, grace, output, signals):
         if not any(node in running for node in workers):
             return _wait_for_ps_nodes(nodes, grace, output, signals)
         if signals.received is not None:
-            output.say("received {}; stopping {}".format(
-                _signal_name(signals.received), _plural(len(running))))
-            return 128 + signals.received
+            return _received(signals, running, output)
         if timeout is not None and time.monotonic() - started > timeout:
             waiting = ", ".join(node.name for node in workers if node in running)
             output.say("timed out after {:g} s waiting for {}; stopping {}".format(
                 timeout, waiting, _plural(len(running))))
             return _EXIT_TIMEOUT
         time.sleep(_POLL_S)
+
+
+def _received(signals, running, output):
+    signals.stopped_the_job = True
+    output.say("received {}; stopping {}".format(
+        _signal_name(signals.received), _plural(len(running))))
+    return 128 + signals.received
 
 
 def _wait_for_ps_nodes(nodes, grace, output, signals):
@@ -278,18 +353,35 @@ def _wait_for_ps_nodes(nodes, grace, output, signals):
             break
         time.sleep(_POLL_S)
     # ps-lite shuts them down when the workers finalize a dist kvstore; a job
-    # whose workers never created one leaves them waiting.
-    output.say("workers succeeded; stopping {}, still running after {:g} s".format(
-        ", ".join(node.name for node in running), grace))
+    # whose workers never created one leaves them waiting. The workers'
+    # success decided the status: a signal now only cuts the wait short.
+    names = ", ".join(node.name for node in running)
+    if signals.received is not None:
+        output.say("workers succeeded; received {}; stopping {}".format(
+            _signal_name(signals.received), names))
+    else:
+        output.say("workers succeeded; stopping {}, still running after {:g} s".format(
+            names, grace))
     return 0
 
 
-def _stop(nodes, grace):
-    """Signal every group created, wait up to ``grace`` seconds, then kill and reap."""
+def _stop(nodes, grace, output, signals):
+    """Signal every group created, wait up to ``grace`` seconds, then kill and reap.
+
+    A signal that arrives meanwhile ends the wait at once.
+    """
+    # Counted from the first signal on, not from here, so that a signal arriving just
+    # before this line is not taken for the one that made the launcher stop.
+    signals_expected = 1 if signals.stopped_the_job else 0
     for node in nodes:
         node.signal_group(signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and any(node.exit_code() is None for node in nodes):
+        if signals.count > signals_expected:
+            output.say("received {} while stopping; killing {}".format(
+                _signal_name(signals.last), _plural(
+                    sum(node.exit_code() is None for node in nodes))))
+            break
         time.sleep(_POLL_S)
     # Also reaches whatever an exited child left behind in its group.
     for node in nodes:
@@ -298,50 +390,82 @@ def _stop(nodes, grace):
         node.reap()
 
 
-def _check_arguments(command, num_workers, num_servers, timeout, grace):
-    if isinstance(command, (str, bytes)) or not command:
-        raise ValueError(
-            "command must be a non-empty list of arguments such as "
-            "['python', 'train.py'], got {!r}".format(command)
-        )
-    for name, value in (("num_workers", num_workers), ("num_servers", num_servers)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError("{} must be an int >= 1, got {!r}".format(name, value))
-    if timeout is not None and not timeout > 0:
-        raise ValueError(
-            "timeout must be a number of seconds > 0 or None, got {!r}".format(timeout))
-    if not grace >= 0:
-        raise ValueError("grace must be a number of seconds >= 0, got {!r}".format(grace))
+def _start(command, num_workers, num_servers, environ, output, nodes, signals, watchdog):
+    """Start the processes into ``nodes``; return None, or an exit status on failure."""
+    for name, argv, node_environ in _plan(command, num_workers, num_servers, environ):
+        if signals.received is not None:
+            return _received(signals, nodes, output)
+        try:
+            nodes.append(_Node(name, argv, node_environ, output))
+            watchdog.watch(nodes[-1].pid)
+        except OSError as error:
+            output.say("cannot start {} ({!r}): {}; stopping {}".format(
+                name, argv[0], error.strerror or error, _plural(len(nodes))))
+            return 127 if isinstance(error, FileNotFoundError) else 126
+    output.say("scheduler on {}:{}; started {}".format(
+        LOOPBACK, environ["DMLC_PS_ROOT_PORT"],
+        ", ".join("{} (pid {})".format(node.name, node.pid) for node in nodes)))
+    return None
 
 
-def launch(command, num_workers, num_servers=1, timeout=300.0, env=None,
-           grace=5.0, stdout=None, stderr=None):
+def launch(command: Sequence[str], num_workers: int, num_servers: int = 1,
+           timeout: Optional[float] = 300.0, env: Optional[Mapping[str, str]] = None,
+           grace: float = 5.0, stdout: Optional[TextIO] = None,
+           stderr: Optional[TextIO] = None) -> int:
     """Run ``command`` as ``num_workers`` workers of a loopback ``dist_*`` kvstore job.
 
     Starts one scheduler, ``num_servers`` servers and ``num_workers`` workers,
     each in a new session, forwards their output line by line with a
     ``[worker 0] `` style prefix, and waits for the workers. Stops the whole
-    job as soon as any process exits non-zero, the timeout expires, or SIGINT
-    or SIGTERM arrives (the latter two only when called from the main thread).
-    When it returns, every process it started has been reaped.
+    job as soon as any process exits non-zero, the timeout expires, or SIGINT,
+    SIGTERM, SIGHUP or SIGQUIT arrives (handled only when called from the main
+    thread; one the process ignores, as under ``nohup``, stays ignored). When
+    it returns, every process it started has been reaped. Should the
+    launcher die (``kill -9``), the kernel SIGKILLs its children (Linux) and a
+    watchdog process kills their process groups.
+
+    Every argument is checked before anything starts.
+
+    The launcher owns these environment variables of its children (the
+    children's environment is the caller's ``os.environ`` and ``env`` otherwise):
+
+    - set for every process: ``DMLC_PS_ROOT_URI=127.0.0.1``,
+      ``DMLC_PS_ROOT_PORT`` (a port free on 127.0.0.1), ``DMLC_NODE_HOST=127.0.0.1``
+      (the address each node listens on and announces), ``DMLC_NUM_SERVER``,
+      ``DMLC_NUM_WORKER``, ``DMLC_ROLE``;
+    - set for workers only: ``MXPATCH_LAUNCH_WORKER_INDEX``, the index in start
+      order (it is not the kvstore rank, which the scheduler assigns: read
+      ``kv.rank``);
+    - removed: ``DMLC_INTERFACE`` (picks a network card's address),
+      ``DMLC_USE_KUBERNETES`` (the scheduler would listen on 0.0.0.0),
+      ``DMLC_LOCAL`` (``ipc:///tmp`` sockets instead of TCP),
+      ``DMLC_PS_VAN_TYPE`` (another transport than zmq over TCP), ``DMLC_RANK``
+      (would stop ps-lite from taking its assigned rank), ``PORT`` (ps-lite's
+      per-node port), and every other ``DMLC_*`` variable (trackers and cluster
+      managers), except ``DMLC_PS_WATER_MARK`` and
+      ``DMLC_LOG_STACK_TRACE_DEPTH``, which pass through;
+    - ``PYTHONUNBUFFERED=1`` unless set, so that output arrives line by line.
+
+    ``PS_VERBOSE`` and ps-lite's other ``PS_*`` settings pass through.
 
     Parameters
     ----------
-    command : list of str
+    command : sequence of str
         The worker command, e.g. ``[sys.executable, 'train.py', '--lr', '0.1']``.
         A single string is refused rather than guessed at.
     num_workers : int
-        Number of workers, at least 1.
+        Number of workers, at least 1. numpy integers are accepted.
     num_servers : int, optional
         Number of parameter servers, at least 1.
     timeout : float or None, optional
-        Seconds the workers may run in all; None waits for ever.
+        Seconds the workers may run in all, finite and > 0; None waits for ever.
     env : dict of str to str, optional
-        Variables added to ``os.environ`` for every process. The ``DMLC_*``
-        variables the launcher sets win over these.
+        Variables added to ``os.environ`` for every process. Setting one the
+        launcher owns is refused.
     grace : float, optional
-        Seconds to wait for the scheduler and servers to exit by themselves once
-        the workers succeeded, and between SIGTERM and SIGKILL when stopping.
+        Seconds (finite, >= 0) to wait for the scheduler and servers to exit by
+        themselves once the workers succeeded, and between SIGTERM and SIGKILL
+        when stopping.
     stdout, stderr : file-like, optional
         Where the processes' stdout and stderr lines go; the launcher's own
         messages go to ``stderr``. Default: ``sys.stdout`` and ``sys.stderr``
@@ -352,75 +476,82 @@ def launch(command, num_workers, num_servers=1, timeout=300.0, env=None,
     int
         0 when every worker exited 0; the failing process's exit code (128 + N
         when killed by signal N); 124 on timeout; 128 + N on signal N; 126 or
-        127 when a command could not be started.
+        127 when a command could not be started. The first of these events
+        decides; a signal during the stop only makes it immediate.
 
     Raises
     ------
+    TypeError
+        When an argument has the wrong type (a count that is not an integer,
+        a command element or an ``env`` entry that is not a str); nothing is started.
     ValueError
-        When an argument is outside the accepted range; nothing is started.
+        When an argument is outside the accepted range, or ``env`` sets a
+        variable the launcher owns; nothing is started.
 
     Examples
     --------
     >>> import sys
     >>> from mxpatch_bind.launch import launch
+    >>> launch([sys.executable, 'train.py'], num_workers=0)
+    Traceback (most recent call last):
+        ...
+    ValueError: num_workers must be an integer >= 1, got 0
     >>> code = launch([sys.executable, 'train.py', '--kv-store', 'dist_sync'],
     ...               num_workers=2, timeout=120)  # doctest: +SKIP
     [worker 0] ...
     >>> code  # doctest: +SKIP
     0
     """
-    _check_arguments(command, num_workers, num_servers, timeout, grace)
+    command = _launch_args.check_command(command)
+    num_workers = _launch_args.count("num_workers", num_workers, 1)
+    num_servers = _launch_args.count("num_servers", num_servers, 1)
+    if timeout is not None:
+        timeout = _launch_args.seconds("timeout", timeout, 0, inclusive=False,
+                                       none_means="no limit")
+    grace = _launch_args.seconds("grace", grace, 0, inclusive=True)
+    extra_env = _launch_args.check_env(env)
     output = _Output(stdout or sys.stdout, stderr or sys.stderr)
-    environ = _job_environ(env, num_workers, num_servers)
-    nodes = []
+    environ = _launch_env.job_environ(os.environ, extra_env, num_workers, num_servers,
+                                      _free_port())
+    nodes: List[_Node] = []
     with _SignalFlag() as signals:
+        watchdog = _Watchdog()
         try:
-            status = _start(command, num_workers, num_servers, environ, output, nodes)
+            status = _start(command, num_workers, num_servers, environ, output, nodes, signals,
+                            watchdog)
             if status is None:
                 workers = nodes[1 + num_servers:]
                 status = _supervise(nodes, workers, timeout, grace, output, signals)
         finally:
-            _stop(nodes, grace)
+            _stop(nodes, grace, output, signals)
+            watchdog.close()
     return status
 
 
-def _start(command, num_workers, num_servers, environ, output, nodes):
-    """Start the processes into ``nodes``; return None, or an exit status on failure."""
-    for name, argv, node_environ in _plan(command, num_workers, num_servers, environ):
-        try:
-            nodes.append(_Node(name, argv, node_environ, output))
-        except OSError as error:
-            output.say("cannot start {} ({!r}): {}; stopping {}".format(
-                name, argv[0], error.strerror or error, _plural(len(nodes))))
-            return 127 if isinstance(error, FileNotFoundError) else 126
-    output.say("scheduler on {}:{}; started {}".format(
-        _LOOPBACK, environ["DMLC_PS_ROOT_PORT"],
-        ", ".join("{} (pid {})".format(node.name, node.pid) for node in nodes)))
-    return None
-
+# -- command line ------------------------------------------------------------------------
 
 def _parser():
-    parser = argparse.ArgumentParser(
+    parser = _launch_args.Parser(
         prog="python -m " + _PROG,
         description="Run a dist_* kvstore job on this machine (127.0.0.1 only): "
                     "one scheduler, the servers, and the workers running COMMAND.",
         epilog="Example: python -m {} -n 2 -s 1 -- python train.py --kv-store dist_sync"
                .format(_PROG),
     )
-    parser.add_argument("-n", "--num-workers", type=int, required=True,
+    parser.add_argument("-n", "--num-workers", type=_launch_args.count_flag, required=True,
                         help="number of workers")
-    parser.add_argument("-s", "--num-servers", type=int, default=1,
+    parser.add_argument("-s", "--num-servers", type=_launch_args.count_flag, default=1,
                         help="number of servers (default: %(default)s)")
-    parser.add_argument("--timeout", type=float, default=300.0,
+    parser.add_argument("--timeout", type=_launch_args.timeout_flag, default=300.0,
                         help="seconds the workers may run, 0 for no limit (default: %(default)g)")
-    parser.add_argument("--grace", type=float, default=5.0,
+    parser.add_argument("--grace", type=_launch_args.seconds_flag, default=5.0,
                         help="seconds to let processes exit by themselves (default: %(default)g)")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND",
                         help="the worker command, after --")
     return parser
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     """Command-line entry point: ``python -m mxpatch_bind.launch -n N [-s S] -- COMMAND``.
 
     Parameters
@@ -431,7 +562,8 @@ def main(argv=None):
     Returns
     -------
     int
-        The exit status :func:`launch` returns.
+        The exit status :func:`launch` returns. A bad command line exits with
+        status 2 and one line on stderr before anything starts.
 
     Examples
     --------
@@ -445,7 +577,7 @@ def main(argv=None):
 
 
 def _parse_args(argv):
-    """Parse and check the command line; exit with status 2 on a bad one, as argparse does."""
+    """Parse the command line; exit with status 2 on a bad one, as argparse does."""
     parser = _parser()
     args = parser.parse_args(argv)
     # argparse keeps the separator in front of a REMAINDER argument.
@@ -453,13 +585,6 @@ def _parse_args(argv):
         args.command = args.command[1:]
     if not args.command:
         parser.error("a worker command is required, e.g. -- python train.py")
-    for flag, value in (("-n/--num-workers", args.num_workers),
-                        ("-s/--num-servers", args.num_servers)):
-        if value < 1:
-            parser.error("{} must be >= 1, got {!r}".format(flag, value))
-    for flag, value in (("--timeout", args.timeout), ("--grace", args.grace)):
-        if value < 0:
-            parser.error("{} must be >= 0, got {!r}".format(flag, value))
     return args
 
 

@@ -1,0 +1,117 @@
+"""Check the launcher's arguments, from Python and from the command line (private).
+
+Every check runs before any process starts. The API raises ``TypeError`` for a
+wrong type and ``ValueError`` for a wrong value; the command line's flags are
+parsed by argparse ``type`` functions that apply the same ranges, and a bad one
+is a usage error: one line, exit status 2.
+"""
+
+import argparse
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+
+from . import _launch_env
+
+
+def count(name, value, minimum):
+    """``value`` as an int, when it is an integer (numpy's too) >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError("{} must be an integer >= {}, got {!r} of type {}".format(
+            name, minimum, value, type(value).__name__))
+    if value < minimum:
+        raise ValueError("{} must be an integer >= {}, got {!r}".format(name, minimum, value))
+    return int(value)
+
+
+def seconds(name, value, minimum, inclusive, none_means=None):
+    """``value`` as a float, when it is a finite real number above ``minimum``."""
+    bound = "{} {:g}".format(">=" if inclusive else ">", minimum)
+    accepted = "a finite number of seconds {}{}".format(
+        bound, "" if none_means is None else ", or None for " + none_means)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError("{} must be {}, got {!r} of type {}".format(
+            name, accepted, value, type(value).__name__))
+    number = float(value)
+    in_range = number >= minimum if inclusive else number > minimum
+    if not (math.isfinite(number) and in_range):
+        raise ValueError("{} must be {}, got {!r}".format(name, accepted, value))
+    return number
+
+
+_COMMAND_FORM = "command must be a non-empty list of str such as ['python', 'train.py'], got {!r}"
+
+
+def check_command(command):
+    """``command`` as a list, when it is a non-empty sequence of str (one str is refused)."""
+    if isinstance(command, (str, bytes)) or not isinstance(command, Sequence):
+        raise TypeError(_COMMAND_FORM.format(command))
+    if not command:
+        raise ValueError(_COMMAND_FORM.format(command))
+    for position, argument in enumerate(command):
+        if not isinstance(argument, str):
+            raise TypeError("command[{}] must be a str, got {!r} of type {}".format(
+                position, argument, type(argument).__name__))
+        if "\0" in argument:
+            raise ValueError("command[{}] must not contain a NUL character, got {!r}".format(
+                position, argument))
+    return list(command)
+
+
+def check_env(env):
+    """``env`` as a dict, when it maps str to str and sets no variable the launcher owns."""
+    if env is None:
+        return {}
+    if not isinstance(env, Mapping):
+        raise TypeError("env must be a dict of str to str or None, got {!r}".format(env))
+    for name, value in env.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise TypeError("env must map str to str, got {!r}: {!r}".format(name, value))
+        if not name or "=" in name or "\0" in name or "\0" in value:
+            raise ValueError(
+                "env names must be non-empty without '=' or NUL, and values without NUL, "
+                "got {!r}: {!r}".format(name, value))
+        if _launch_env.is_owned(name):
+            raise ValueError("env must not set {!r}: the launcher owns {}".format(
+                name, _launch_env.OWNED_SUMMARY))
+    return dict(env)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line: exit status 2, no usage block."""
+
+    def error(self, message):
+        self.exit(2, "{}: error: {} (see --help)\n".format(self.prog, message))
+
+
+def _flag_type(parse, accepted):
+    """An argparse ``type``: ``parse`` the text, or report ``accepted`` as a usage error."""
+
+    def parse_flag(text):
+        try:
+            return parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                "must be {}, got {!r}".format(accepted, text)) from None
+
+    return parse_flag
+
+
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def _finite_seconds(text):
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(text)
+    return value
+
+
+# The flags' ``type`` functions: the same ranges as the API's checks.
+count_flag = _flag_type(_positive_int, "an integer >= 1")
+seconds_flag = _flag_type(_finite_seconds, "a finite number of seconds >= 0")
+timeout_flag = _flag_type(_finite_seconds, "a finite number of seconds >= 0 (0: no limit)")
