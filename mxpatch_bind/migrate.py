@@ -404,11 +404,12 @@ class _FileScan:
             return
         names = [a.name for a in node.names]
         where = "the vendored %s" % (target,)
+        self.fork_names.update({a.asname or a.name: a.name for a in node.names
+                                if a.name in DROP_INS})
         if self.scan.vendored[target] == VENDORED_GROUP:
             self.add(node, CHECK, "imports DataParallelExecutorGroup from %s: no drop-in; a "
                      "stock mx.mod.Module with mxpatch_bind.install() replaces both" % where)
         elif set(names) <= set(DROP_INS):
-            self.fork_names.update({a.asname or a.name: a.name for a in node.names})
             self.add(node, REWRITE, "imports %s from %s: becomes 'from %s import %s'"
                      % (", ".join(names), where, COMPAT_MODULE, ", ".join(names)))
         else:
