@@ -10,8 +10,8 @@ import sys
 import mxnet as mx
 import numpy as np
 import pytest
-
 from fork_oracle import load_states
+
 from mxpatch_bind import migrate
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
