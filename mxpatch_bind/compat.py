@@ -54,10 +54,10 @@ def MutableModule(symbol, data_names, label_names, logger=logging, context=_CPU,
         images by it; the module itself uses it only for flat (stock-form) batches.
     max_data_shapes, max_label_shapes : list of (str, tuple), or one such list per context
         Default ``None``. The first bind (``bind`` or ``fit``) allocates every device at these
-        shapes (names not listed keep the bound shape) and then reshapes to the shapes asked
-        for, so later batches up to the maximum reuse that memory (their arrays are views).
-        The fork read device 0's list only; here each device's own list is used (the fork's
-        scripts pass the same list for every device).
+        shapes (inputs not listed take device 0's shape, as in the fork) and then reshapes
+        to the shapes asked for, so later batches up to the maximum reuse that memory (their
+        arrays are views). The fork read device 0's list only; here each device's own list
+        is used (the fork's scripts pass the same list for every device).
     fixed_param_prefix : list of str
         Default ``None``. Frozen parameters, by the fork's rule: every argument of ``symbol``
         whose name *contains* one of the strings (see :func:`fixed_param_names_from_prefix`).
@@ -205,16 +205,23 @@ def fixed_param_names_from_prefix(symbol, fixed_param_prefix):
     """
     if fixed_param_prefix is None:
         return []
-    if isinstance(fixed_param_prefix, str) or not all(
-            isinstance(p, str) for p in _iterable(fixed_param_prefix, "fixed_param_prefix")):
+    prefixes = None if isinstance(fixed_param_prefix, str) else _list_or_none(fixed_param_prefix)
+    if prefixes is None or not all(isinstance(p, str) for p in prefixes):
         raise TypeError("fixed_param_prefix must be a list of str, e.g. ['conv1', 'gamma']; "
                         "got %r" % (fixed_param_prefix,))
     matches = [name for name in symbol.list_arguments()
-               for prefix in fixed_param_prefix if prefix in name]
+               for prefix in prefixes if prefix in name]
     return list(dict.fromkeys(matches))
 
 
 # --------------------------------------------------------------------------- argument checks
+def _list_or_none(value):
+    try:
+        return list(value)
+    except TypeError:
+        return None
+
+
 def _iterable(value, what):
     try:
         return list(value)
@@ -329,12 +336,14 @@ def _max_shape_bind(max_shapes):
 
 
 def _at_max(spec, max_shapes):
-    """``spec`` (flat or per device) with every listed input at its maximum shape."""
+    """The first bind's spec: per device, device 0's entries with the listed inputs at their
+    maximum shapes (the fork's rule, so every device starts alike); a flat spec likewise."""
     if spec is None:
         return None
     if spec and all(e is None or _is_entry_list(e) for e in spec):
-        return [None if entries is None else _entries_at_max(entries, max_shapes[device])
-                for device, entries in enumerate(spec)]
+        if spec[0] is None:
+            return [None] * len(spec)
+        return [_entries_at_max(spec[0], maxima) for maxima in max_shapes[:len(spec)]]
     return _entries_at_max(spec, max_shapes[0])
 
 
