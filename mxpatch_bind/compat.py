@@ -9,10 +9,13 @@ attached to the returned instance as bound methods, so its class stays whatever 
 per-device bind gives (``isinstance(module, mx.mod.Module)`` holds throughout).
 """
 
+from __future__ import annotations
+
 import logging
 import numbers
 import os
 import types
+from typing import Any, Optional, Sequence
 
 import mxnet as mx
 from mxnet.io import DataDesc
@@ -28,9 +31,12 @@ _SHAPES_FORM = ("a list of (name, shape) pairs, or one such list per context, e.
                 "[('data', (1, 3, 600, 1000))]")
 
 
-def MutableModule(symbol, data_names, label_names, logger=logging, context=_CPU,
-                  work_load_list=None, max_data_shapes=None, max_label_shapes=None,
-                  fixed_param_prefix=None):
+def MutableModule(symbol: Any, data_names: Optional[Sequence[str]],
+                  label_names: Optional[Sequence[str]], logger: Any = logging,
+                  context: Any = _CPU, work_load_list: Optional[Sequence[float]] = None,
+                  max_data_shapes: Optional[Sequence[Any]] = None,
+                  max_label_shapes: Optional[Sequence[Any]] = None,
+                  fixed_param_prefix: Optional[Sequence[str]] = None) -> Any:
     """The fork's ``MutableModule``, as a stock ``mx.mod.Module`` that binds per device.
 
     Same parameters and defaults as ``core/module.py``'s ``MutableModule`` in
@@ -119,9 +125,11 @@ def MutableModule(symbol, data_names, label_names, logger=logging, context=_CPU,
     return module
 
 
-def Module(symbol, data_names=('data',), label_names=('softmax_label',),
-           logger=logging, context=_CPU, work_load_list=None, fixed_param_names=None,
-           state_names=None):
+def Module(symbol: Any, data_names: Optional[Sequence[str]] = ('data',),
+           label_names: Optional[Sequence[str]] = ('softmax_label',), logger: Any = logging,
+           context: Any = _CPU, work_load_list: Optional[Sequence[float]] = None,
+           fixed_param_names: Optional[Sequence[str]] = None,
+           state_names: Optional[Sequence[str]] = None) -> Any:
     """The fork's ``Module``, as a stock ``mx.mod.Module`` that binds per device.
 
     Same parameters and defaults as ``core/module.py``'s ``Module`` in Deformable-ConvNets
@@ -172,7 +180,8 @@ def Module(symbol, data_names=('data',), label_names=('softmax_label',),
     return module
 
 
-def fixed_param_names_from_prefix(symbol, fixed_param_prefix):
+def fixed_param_names_from_prefix(symbol: Any,
+                                  fixed_param_prefix: Optional[Sequence[str]]) -> list[str]:
     """The parameters the fork's ``MutableModule`` froze for ``fixed_param_prefix``.
 
     The fork's rule, kept exactly: every name in ``symbol.list_arguments()`` that *contains*

@@ -21,7 +21,8 @@ import sys
 from collections import namedtuple
 from pathlib import Path, PurePosixPath
 
-__all__ = ["Finding", "scan", "apply", "summary", "add_arguments", "run", "main"]
+__all__ = ["Finding", "scan", "apply", "summary", "vendored_kind", "add_arguments", "run",
+           "main"]
 
 # What a finding asks for. Pending REWRITE / DELETE and every CHECK make the exit status 1.
 REWRITE, DELETE, CHECK, OK = "rewrite", "delete", "check", "ok"
@@ -250,6 +251,22 @@ def vendored_kind(tree: ast.Module) -> str | None:
     ``_max_data_shapes``; the fork's ``DataParallelExecutorGroup`` counts devices as its
     ``batch_size`` (``self.batch_size = len(data_shapes)``; stock's starts at ``None``) and
     borrows memory through a ``_get_or_reshape`` inside ``_bind_ith_exec``.
+
+    Parameters
+    ----------
+    tree : ast.Module
+        A parsed file.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> import ast
+    >>> from mxpatch_bind.migrate import vendored_kind
+    >>> vendored_kind(ast.parse("class Module:\n    def bind(self): pass\n")) is None
+    True
     """
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     module = classes.get("MutableModule")

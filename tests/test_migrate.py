@@ -1,6 +1,7 @@
 """``python -m mxpatch_bind migrate``: the report on a fork-style tree, --write, and the
 migrated training run against the fork's loop (stock executors per device)."""
 
+import ast
 import json
 import os
 import shutil
@@ -181,7 +182,7 @@ def test_a_renamed_vendored_copy_is_found_by_its_content(tree, capsys):
 
 def test_an_unrelated_module_py_and_a_stock_executor_group_are_not_reported(tree):
     assert [f for f in migrate.scan(tree) if f.path.startswith("unrelated/")] == []
-    assert migrate.vendored_kind(migrate.ast.parse(
+    assert migrate.vendored_kind(ast.parse(
         (tree / "unrelated" / "executor_group.py").read_text())) is None
 
 
