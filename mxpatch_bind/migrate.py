@@ -265,7 +265,7 @@ def vendored_kind(tree: ast.Module) -> str | None:
     --------
     >>> import ast
     >>> from mxpatch_bind.migrate import vendored_kind
-    >>> vendored_kind(ast.parse("class Module:\n    def bind(self): pass\n")) is None
+    >>> vendored_kind(ast.parse("class Module:\\n    def bind(self): pass\\n")) is None
     True
     """
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
