@@ -350,8 +350,8 @@ def _at_max(spec, max_shapes):
     if spec is None:
         return None
     if spec and all(e is None or _is_entry_list(e) for e in spec):
-        if spec[0] is None:
-            return [None] * len(spec)
+        if spec[0] is None or len(spec) != len(max_shapes):
+            return spec  # no labels, or a device count that bind itself refuses
         return [_entries_at_max(spec[0], maxima) for maxima in max_shapes[:len(spec)]]
     return _entries_at_max(spec, max_shapes[0])
 

@@ -204,6 +204,15 @@ def test_malformed_max_shapes_are_refused_before_installing(contexts, max_data_s
     assert not mxpatch_bind.is_installed()
 
 
+def test_a_bind_for_another_number_of_devices_is_refused_and_leaves_the_module_unbound(
+        contexts):
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=MAX_DATA)
+    with pytest.raises(ShapeSpecError):
+        mod.bind(PER_DEVICE_DATA + PER_DEVICE_DATA[:1], PER_DEVICE_LABEL + PER_DEVICE_LABEL[:1])
+    assert not mod.binded
+
+
 @pytest.mark.parametrize("work_load_list", [[1], [1, 0], [1, "x"]])
 def test_a_work_load_list_without_one_positive_number_per_context_is_refused(contexts,
                                                                              work_load_list):
