@@ -1,57 +1,47 @@
-"""A Deformable-ConvNets-style training script on stock MXNet, with ``mxpatch_bind.install()``.
+"""A Deformable-ConvNets-style training script on stock MXNet, migrated by one import line.
 
 Run it (4 epochs on two CPU contexts: about 2.5 s of CPU time)::
 
     python examples/migrate_from_deformable_convnets.py --prefix /tmp/rfcn      # 4 epochs
-    python examples/migrate_from_deformable_convnets.py --prefix /tmp/rfcn --begin-epoch 4 --epochs 2
+    python examples/migrate_from_deformable_convnets.py --prefix /tmp/rfcn --begin-epoch 4 \
+        --epochs 2
 
 The script keeps the shape of the fork's ``rfcn/train_end2end.py``: a loader in the form of
 its ``AnchorLoader`` (``provide_data`` / ``provide_label`` with one list of ``(name, shape)``
 per device, batches whose ``data`` / ``label`` hold one list of arrays per device, each
 device padded to its own largest image, aspect grouping), the fork's metric classes
-(``update(labels, preds)`` per device), ``module_checkpoint`` with optimizer states, and
-``Module.fit`` with ``rescale_grad=1.0``. The task is synthetic (a bar or a dot in noisy
-images of random size) so that it runs anywhere in seconds.
+(``update(labels, preds)`` per device), ``MutableModule`` with ``max_data_shapes``,
+``max_label_shapes`` and ``fixed_param_prefix``, resuming through ``mod._preload_opt_states``,
+``module_checkpoint`` with optimizer states, and ``fit`` with ``rescale_grad=1.0``. The task
+is synthetic (a bar or a dot in noisy images of random size) so that it runs anywhere.
 
-What changes
+What changed
 ------------
-Nothing but the imports and one call. The fork's script did::
+One line. The fork's script imported its vendored ``core/module.py`` (which needs
+``core/DataParallelExecutorGroup.py``, and fails on MXNet 1.9.1 as soon as a device's image
+shrinks)::
 
-    from core.module import MutableModule       # vendored module.py + DataParallelExecutorGroup.py
-    mod = MutableModule(sym, data_names, label_names, context=ctx,
-                        max_data_shapes=..., max_label_shapes=...)
+    from core.module import MutableModule
 
-and on stock MXNet (any 1.6-1.9 wheel) it becomes::
+and now imports the drop-in, which returns a stock ``mx.mod.Module`` and installs
+``mxpatch_bind``'s per-device ``bind`` / ``reshape``::
 
-    import mxpatch_bind
-    mxpatch_bind.install()                      # once, at start-up
-    mod = mx.mod.Module(sym, data_names, label_names, context=ctx)
+    from mxpatch_bind.compat import MutableModule
 
-``max_data_shapes`` / ``max_label_shapes`` go away: the module binds at the first batch's
-shapes and reshapes (never rebinds) when a device's shape changes, growing a device's buffers
-only when a larger shape arrives. The fork's plain ``Module`` (``from core.module import
-Module``) is replaced by ``mx.mod.Module`` the same way. Loaders, metrics, callbacks and the
-``fit`` call stay as they are.
+``python -m mxpatch_bind migrate PATH --write --delete-vendored`` makes that change in a
+whole codebase and reports what needs a person. Everything else stays: the constructor call
+(``fixed_param_prefix`` freezes by the fork's substring rule, the first bind allocates at
+``max_data_shapes``), ``_preload_opt_states``, loaders, metrics, callbacks, ``fit``.
 
-What behaves differently
-------------------------
+What to know
+------------
 ``rescale_grad``
-    The fork's executor group set ``batch_size`` to the number of devices, so its default
-    was ``rescale_grad = 1/number of devices``; its training scripts overrode that with
-    ``rescale_grad=1.0`` (gradients summed over all images). Stock MXNet, and so
-    mxpatch_bind, sets ``batch_size`` to the total number of samples on all devices and the
-    default ``rescale_grad = 1/total samples`` (the mean gradient). An explicit value wins in
-    both, so this script's ``'rescale_grad': 1.0`` trains exactly as the fork did. A script
-    that left ``rescale_grad`` out gets the fork's old scale back with
-    ``optimizer_params={..., 'rescale_grad': 1.0 / len(ctx)}``. With one image per device
-    (``BATCH_IMAGES = 1``, the fork's usual setting) the two defaults coincide.
-Resuming
-    The fork set the private ``mod._preload_opt_states``; stock ``Module.load(prefix, epoch,
-    load_optimizer_states=True, ...)`` does the same publicly (see ``--begin-epoch``).
+    The drop-in keeps the fork's default, ``1 / number of devices``; stock
+    ``mx.mod.Module`` uses ``1 / total samples``. This script passes ``rescale_grad=1.0``
+    (summed gradients) as the fork's scripts do, so both agree.
 Prefetching
-    The fork's own ``utils/PrefetchingIter`` keeps working; ``mx.io.PrefetchingIter`` does
-    not accept per-device ``provide_data`` lists (it reads a flat list), so do not swap one
-    for the other.
+    The fork's own ``utils/PrefetchingIter`` keeps working; ``mx.io.PrefetchingIter`` reads
+    ``provide_data`` as one flat list and fails on a per-device loader.
 """
 
 import argparse
@@ -59,15 +49,15 @@ import logging
 import os
 import sys
 import tempfile
-import warnings
 
 import mxnet as mx
 import numpy as np
 from mxnet.executor_manager import _split_input_slice
 
-import mxpatch_bind
+from mxpatch_bind.compat import MutableModule  # was: from core.module import MutableModule
 
 NUM_CLASSES = 3
+FIXED_PARAMS = ["conv1"]  # the fork's config.network.FIXED_PARAMS (frozen by substring)
 
 
 # --------------------------------------------------------------------------- data (fork style)
@@ -221,6 +211,12 @@ def get_symbol():
 
 
 # --------------------------------------------------------------------------- training
+def load_param(prefix, epoch):
+    """The fork's ``utils.load_model.load_param``: arg and aux dicts of a checkpoint."""
+    _, arg_params, aux_params = mx.model.load_checkpoint(prefix, epoch)
+    return arg_params, aux_params
+
+
 def train_net(args, ctx, prefix, begin_epoch, end_epoch, lr):
     logger = logging.getLogger("train_end2end")
     mx.random.seed(args.seed)
@@ -237,16 +233,20 @@ def train_net(args, ctx, prefix, begin_epoch, end_epoch, lr):
     data_names = [k[0] for k in train_data.provide_data_single]
     label_names = [k[0] for k in train_data.provide_label_single]
 
+    # infer max shape: the largest image, padded, on every device
+    max_data_shape = [("data", (args.batch_images, 3, 32, 32))]
+    max_label_shape = [("label", (args.batch_images,))]
     if begin_epoch > 0:
-        # The fork set mod._preload_opt_states; Module.load is the public way.
-        mod = mx.mod.Module.load(prefix, begin_epoch, load_optimizer_states=True,
-                                 data_names=data_names, label_names=label_names, logger=logger,
-                                 context=ctx)
-        # fit() calls init_params again; the loaded parameters are kept.
-        warnings.filterwarnings("ignore", "Parameters already initialized")
+        arg_params, aux_params = load_param(prefix, begin_epoch)
     else:
-        mod = mx.mod.Module(get_symbol(), data_names=data_names, label_names=label_names,
-                            logger=logger, context=ctx)
+        arg_params = aux_params = None
+    mod = MutableModule(get_symbol(), data_names=data_names, label_names=label_names,
+                        logger=logger, context=ctx,
+                        max_data_shapes=[max_data_shape for _ in range(batch_size)],
+                        max_label_shapes=[max_label_shape for _ in range(batch_size)],
+                        fixed_param_prefix=FIXED_PARAMS)
+    if begin_epoch > 0:
+        mod._preload_opt_states = "%s-%04d.states" % (prefix, begin_epoch)
 
     eval_metrics = mx.metric.CompositeEvalMetric()
     eval_metrics.add(ClsAccMetric())
@@ -262,7 +262,8 @@ def train_net(args, ctx, prefix, begin_epoch, end_epoch, lr):
     mod.fit(train_data, eval_data=val_data, eval_metric=eval_metrics,
             epoch_end_callback=epoch_end_callback, batch_end_callback=batch_end_callback,
             kvstore="device", optimizer="sgd", optimizer_params=optimizer_params,
-            initializer=mx.init.Xavier(magnitude=2), begin_epoch=begin_epoch,
+            initializer=mx.init.Xavier(magnitude=2), arg_params=arg_params,
+            aux_params=aux_params, begin_epoch=begin_epoch,
             num_epoch=end_epoch)
     return dict(mod.score(val_data, ClsAccMetric()))["ClsAcc"]
 
@@ -289,7 +290,6 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    mxpatch_bind.install()  # the one line that replaces the vendored module.py
     if args.gpus:
         ctx = [mx.gpu(int(i)) for i in args.gpus.split(",")]
     else:

@@ -1,0 +1,304 @@
+"""The drop-in constructors of ``mxpatch_bind.compat``, against stock one-context modules."""
+
+import os
+import subprocess
+import sys
+import types
+
+import mxnet as mx
+import numpy as np
+import pytest
+from fork_oracle import load_states
+from nets import fixed_params, single_device_reference
+from synthetic import data_pointer
+
+import mxpatch_bind
+from mxpatch_bind import ShapeSpecError
+from mxpatch_bind.compat import Module, MutableModule, fixed_param_names_from_prefix
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PER_DEVICE_DATA = [[("data", (2, 3, 10, 14))], [("data", (1, 3, 16, 9))]]
+PER_DEVICE_LABEL = [[("softmax_label", (2,))], [("softmax_label", (1,))]]
+MAX_DATA = [("data", (2, 3, 16, 16))]
+MAX_LABEL = [("softmax_label", (2,))]
+
+
+@pytest.fixture(autouse=True)
+def _drop_the_install_compat_ensures():
+    """The drop-ins install the patch for the process; give it back after each test."""
+    before = mxpatch_bind.status().refcount
+    yield
+    while mxpatch_bind.status().refcount > before:
+        mxpatch_bind.uninstall()
+
+
+def detector_net():
+    """conv1 -> bn_conv1 -> conv2 -> global pool -> fc -> softmax (any image size)."""
+    net = mx.sym.Convolution(mx.sym.Variable("data"), num_filter=3, kernel=(3, 3), pad=(1, 1),
+                             name="conv1")
+    net = mx.sym.BatchNorm(net, fix_gamma=False, use_global_stats=True, name="bn_conv1")
+    net = mx.sym.Convolution(mx.sym.relu(net), num_filter=4, kernel=(3, 3), name="conv2")
+    net = mx.sym.Pooling(net, global_pool=True, pool_type="avg", kernel=(1, 1))
+    net = mx.sym.FullyConnected(mx.sym.flatten(net), num_hidden=3, name="fc")
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def batch(seed, data_specs=PER_DEVICE_DATA):
+    rng = np.random.RandomState(seed)
+    data = [mx.nd.array(rng.uniform(-1, 1, spec[0][1])) for spec in data_specs]
+    label = [mx.nd.array(rng.randint(0, 3, spec[0][1][0])) for spec in data_specs]
+    return mx.io.DataBatch(data=[[d] for d in data], label=[[lab] for lab in label],
+                           provide_data=[[("data", d.shape)] for d in data],
+                           provide_label=[[("softmax_label", lab.shape)] for lab in label])
+
+
+def trained_mutable_module(contexts, steps=3, **kwargs):
+    symbol = detector_net()
+    mod = MutableModule(symbol, ["data"], ["softmax_label"], context=contexts, **kwargs)
+    mod.bind(PER_DEVICE_DATA, PER_DEVICE_LABEL)
+    mod.set_params(*fixed_params(symbol, (1, 3, 12, 12)))
+    mod.init_optimizer(optimizer_params={"learning_rate": 0.5, "momentum": 0.9})
+    for step in range(steps):
+        mod.forward_backward(batch(step))
+        mod.update()
+    return mod
+
+
+# --------------------------------------------------------------------------- what comes back
+def test_mutable_module_returns_a_stock_module_of_no_class_of_ours(contexts):
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts)
+    assert type(mod) is mx.mod.Module
+    mod.bind(PER_DEVICE_DATA, PER_DEVICE_LABEL)
+    plain = mx.mod.Module(detector_net(), context=contexts)
+    mxpatch_bind.bind(plain, PER_DEVICE_DATA, PER_DEVICE_LABEL)
+    assert type(mod) is type(plain)
+    assert {name for name, value in vars(mod).items()
+            if isinstance(value, types.MethodType)} == {"fit", "init_optimizer"}
+
+
+def test_the_drop_ins_keep_the_forks_signatures_and_defaults():
+    import inspect
+    assert list(inspect.signature(MutableModule).parameters) == [
+        "symbol", "data_names", "label_names", "logger", "context", "work_load_list",
+        "max_data_shapes", "max_label_shapes", "fixed_param_prefix"]
+    assert list(inspect.signature(Module).parameters) == [
+        "symbol", "data_names", "label_names", "logger", "context", "work_load_list",
+        "fixed_param_names", "state_names"]
+    defaults = inspect.signature(Module).parameters
+    assert defaults["data_names"].default == ("data",)
+    assert defaults["label_names"].default == ("softmax_label",)
+    assert defaults["context"].default == mx.cpu()
+
+
+def test_constructing_a_drop_in_installs_the_patch_once_for_the_process():
+    code = ("import mxnet as mx, mxpatch_bind\n"
+            "from mxpatch_bind.compat import MutableModule, Module\n"
+            "net = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=2)\n"
+            "before = mxpatch_bind.is_installed()\n"
+            "MutableModule(net, ['data'], None); Module(net, label_names=None)\n"
+            "print(before, mxpatch_bind.is_installed(), mxpatch_bind.status().refcount)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300, env=dict(os.environ, PYTHONPATH=REPO))
+    assert result.stdout.split() == ["False", "True", "1"], result.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- fixed_param_prefix
+def test_fixed_param_prefix_freezes_by_the_forks_substring_rule():
+    symbol = detector_net()
+    prefixes = ["conv1", "gamma"]
+    fork_rule = [n for n in symbol.list_arguments() for p in prefixes if p in n]
+    assert fixed_param_names_from_prefix(symbol, prefixes) == list(dict.fromkeys(fork_rule))
+    assert "bn_conv1_beta" in fork_rule  # a substring match: it does not start with conv1
+    assert len(fork_rule) == len(set(fork_rule)) + 1  # bn_conv1_gamma matched twice
+
+
+def test_frozen_parameters_do_not_move_and_the_others_train(contexts):
+    symbol = detector_net()
+    initial, _ = fixed_params(symbol, (1, 3, 12, 12))
+    mod = trained_mutable_module(contexts, fixed_param_prefix=["conv1"])
+    trained, _ = mod.get_params()
+    frozen = ["conv1_weight", "conv1_bias", "bn_conv1_gamma", "bn_conv1_beta"]
+    assert mod._fixed_param_names == frozen
+    for name in initial:
+        same = trained[name].asnumpy().tobytes() == initial[name].asnumpy().tobytes()
+        assert same == (name in frozen), name
+
+
+@pytest.mark.parametrize("prefix", ["conv1", [1], 7])
+def test_a_fixed_param_prefix_that_is_not_a_list_of_str_is_refused_before_installing(prefix):
+    assert not mxpatch_bind.is_installed()
+    with pytest.raises(TypeError, match="fixed_param_prefix must be a list of str"):
+        MutableModule(detector_net(), ["data"], ["softmax_label"], fixed_param_prefix=prefix)
+    assert not mxpatch_bind.is_installed()
+
+
+# --------------------------------------------------------------------------- max shapes
+def bound_at_max(contexts, max_data=MAX_DATA):
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=[max_data for _ in contexts],
+                        max_label_shapes=[MAX_LABEL for _ in contexts])
+    mod.bind(PER_DEVICE_DATA, PER_DEVICE_LABEL)
+    mod.init_params()
+    return mod
+
+
+def data_addresses(mod):
+    return [data_pointer(e.arg_dict["data"]) for e in mod._exec_group.execs]
+
+
+def test_the_first_bind_allocates_at_the_maximum_and_reports_the_batch_shapes(contexts):
+    mod = bound_at_max(contexts)
+    at_max = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts)
+    at_max.bind([MAX_DATA, MAX_DATA], [MAX_LABEL, MAX_LABEL])
+    assert mod._total_exec_bytes == at_max._total_exec_bytes
+    assert [[d.shape for d in device] for device in mod.data_shapes] == [
+        [(2, 3, 10, 14)], [(1, 3, 16, 9)]]
+
+
+def test_later_smaller_batches_are_views_into_the_memory_taken_at_the_maximum(contexts):
+    mod = bound_at_max(contexts)
+    base = [data_pointer(e.arg_dict["data"]) for e in mod._exec_group._default_execs]
+    total = mod._total_exec_bytes
+    for seed, shapes in enumerate([[("data", (1, 3, 12, 12))], [("data", (2, 3, 16, 16))],
+                                   [("data", (2, 3, 9, 15))]]):
+        mod.forward(batch(seed, [shapes, PER_DEVICE_DATA[1]]), is_train=False)
+        assert data_addresses(mod) == base
+    assert mod._total_exec_bytes == total
+
+
+def test_without_max_shapes_a_larger_batch_allocates_new_memory(contexts):
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts)
+    mod.bind(PER_DEVICE_DATA, PER_DEVICE_LABEL)
+    mod.init_params()
+    before = data_addresses(mod)
+    mod.forward(batch(0, [MAX_DATA, MAX_DATA]), is_train=False)
+    assert all(a != b for a, b in zip(data_addresses(mod), before))
+
+
+def test_outputs_and_gradients_equal_modules_bound_at_each_devices_shapes(contexts):
+    symbol = detector_net()
+    params = fixed_params(symbol, (1, 3, 12, 12))
+    mod = bound_at_max(contexts)
+    mod.set_params(*params)
+    data_batch = batch(5)
+    mod.forward_backward(data_batch)
+    for device, context in enumerate(contexts):
+        outputs, grads = single_device_reference(
+            symbol, params, data_batch.data[device][0], data_batch.label[device][0], context)
+        assert mod.get_outputs(False)[0][device].asnumpy().tobytes() == outputs[0].tobytes()
+        for name, arrays in zip(mod._exec_group.param_names, mod._exec_group.grad_arrays):
+            assert arrays[device].asnumpy().tobytes() == grads[name].tobytes(), name
+
+
+@pytest.mark.parametrize("max_data_shapes, message", [
+    ([("data", (2, 3, 0, 16))], "not a \\(name, shape\\) pair"),
+    ([("data", "big")], "not a \\(name, shape\\) pair"),
+    ([("image", (2, 3, 16, 16))], "'image', which is not one of the module's inputs"),
+    ([MAX_DATA, MAX_DATA, MAX_DATA], "3 per-device lists for 2 contexts"),
+])
+def test_malformed_max_shapes_are_refused_before_installing(contexts, max_data_shapes,
+                                                            message):
+    with pytest.raises(ShapeSpecError, match=message):
+        MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                      max_data_shapes=max_data_shapes)
+    assert not mxpatch_bind.is_installed()
+
+
+def test_a_bind_for_another_number_of_devices_is_refused_and_leaves_the_module_unbound(
+        contexts):
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=MAX_DATA)
+    with pytest.raises(ShapeSpecError):
+        mod.bind(PER_DEVICE_DATA + PER_DEVICE_DATA[:1], PER_DEVICE_LABEL + PER_DEVICE_LABEL[:1])
+    assert not mod.binded
+
+
+@pytest.mark.parametrize("work_load_list", [[1], [1, 0], [1, "x"]])
+def test_a_work_load_list_without_one_positive_number_per_context_is_refused(contexts,
+                                                                             work_load_list):
+    with pytest.raises(ValueError, match="one positive number per context"):
+        MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                      work_load_list=work_load_list)
+    assert not mxpatch_bind.is_installed()
+
+
+# --------------------------------------------------------------------------- optimizer, fit
+def test_without_rescale_grad_the_drop_ins_keep_the_forks_one_over_devices(contexts):
+    mod = trained_mutable_module(contexts, steps=0)
+    assert mod._optimizer.rescale_grad == 1.0 / len(contexts)
+    plain = Module(detector_net(), context=contexts)
+    plain.bind(PER_DEVICE_DATA, PER_DEVICE_LABEL)
+    plain.init_params()
+    plain.init_optimizer(optimizer_params={"learning_rate": 0.1, "rescale_grad": 1.0})
+    assert plain._optimizer.rescale_grad == 1.0
+
+
+def test_preload_opt_states_is_loaded_by_init_optimizer(contexts, tmp_path):
+    states = str(tmp_path / "run.states")
+    trained_mutable_module(contexts).save_optimizer_states(states)
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts)
+    mod.bind(PER_DEVICE_DATA, PER_DEVICE_LABEL)
+    mod.init_params()
+    mod._preload_opt_states = states
+    mod.init_optimizer(optimizer_params={"learning_rate": 0.5, "momentum": 0.9})
+    saved = str(tmp_path / "again.states")
+    mod.save_optimizer_states(saved)
+    assert_same_states(saved, states)
+    assert mod._preload_opt_states is None
+
+
+def assert_same_states(path, expected_path):
+    """Equal optimizer states, and not a fresh optimizer's zeros."""
+    states, expected = load_states(path), load_states(expected_path)
+    assert sorted(states) == sorted(expected)
+    assert all(states[k].tobytes() == expected[k].tobytes() for k in states)
+    assert any(np.any(v != 0) for v in expected.values())
+
+
+class OneBatch(mx.io.DataIter):
+    """A per-device iterator over the same single batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.batch, self.done = batch(0), False
+
+    @property
+    def provide_data(self):
+        return self.batch.provide_data
+
+    @property
+    def provide_label(self):
+        return self.batch.provide_label
+
+    def reset(self):
+        self.done = False
+
+    def next(self):
+        if self.done:
+            raise StopIteration
+        self.done = True
+        return self.batch
+
+
+def test_fit_takes_the_forks_prefix_and_loads_the_state_file(contexts, tmp_path):
+    states = str(tmp_path / "run.states")
+    trained_mutable_module(contexts).save_optimizer_states(states)
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=MAX_DATA)
+    loaded = []
+    original = mod.load_optimizer_states
+    mod.load_optimizer_states = lambda path: (loaded.append(path), original(path))
+    mod.fit(OneBatch(), num_epoch=0, prefix=str(tmp_path / "ignored"), state=states,
+            optimizer_params={"learning_rate": 0.5, "momentum": 0.9})
+    assert loaded == [states]
+    saved = str(tmp_path / "again.states")
+    mod.save_optimizer_states(saved)
+    assert_same_states(saved, states)
+    assert not list(tmp_path.glob("ignored*"))
+
+
+def test_fit_with_a_missing_state_file_fails_before_binding(contexts, tmp_path):
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts)
+    with pytest.raises(FileNotFoundError, match="no such optimizer-states file"):
+        mod.fit(OneBatch(), num_epoch=1, state=str(tmp_path / "missing.states"))
+    assert not mod.binded
