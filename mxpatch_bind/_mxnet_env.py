@@ -7,6 +7,7 @@ them; the plugin, ``demo``, ``doctor`` and the benchmarks all import MXNet throu
 """
 
 import importlib
+import os
 import re
 import types
 import warnings
@@ -14,7 +15,7 @@ from importlib import metadata
 
 __all__ = ["MXNetEnvironmentError", "MXNetNotInstalledError", "NumpyTooNewError",
            "MXNetLibraryError", "import_mxnet", "mxnet_distributions", "NOT_INSTALLED_FIX",
-           "NUMPY_FIX", "LIBRARY_FIX"]
+           "NUMPY_FIX", "LIBRARY_FIX", "quiet_subgraph_log"]
 
 NUMPY_FIX = 'pip install "numpy<1.24"'
 LIBRARY_FIX = ("install the MXNet build that matches this machine: the CPU wheel mxnet==1.9.1, "
@@ -133,6 +134,22 @@ def import_mxnet() -> types.ModuleType:
         raise NumpyTooNewError(match.group(1)) from error
     except OSError as error:  # ctypes cannot load libmxnet.so or what it links to
         raise MXNetLibraryError(error) from error
+
+
+def quiet_subgraph_log() -> None:
+    """Keep MXNet from logging "Subgraph backend MKLDNN is activated" on every bind.
+
+    Sets ``MXNET_SUBGRAPH_VERBOSE=0`` in this process's environment unless the user set it;
+    call it before MXNet binds its first executor. For the demo and doctor, whose output
+    those lines would break up; a library must not change its caller's environment.
+
+    Examples
+    --------
+    >>> quiet_subgraph_log()
+    >>> "MXNET_SUBGRAPH_VERBOSE" in os.environ
+    True
+    """
+    os.environ.setdefault("MXNET_SUBGRAPH_VERBOSE", "0")
 
 
 def mxnet_distributions() -> list:

@@ -11,7 +11,6 @@ Exit status 1 if either run fails to learn; 2 for a bad option.
 
 import argparse
 import logging
-import os
 import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence
@@ -431,11 +430,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         one line and exits 1).
     """
     args = parse_args(argv)
-    # MXNet logs "Subgraph backend MKLDNN is activated" on every bind by default, which
-    # breaks the progress bars; the variable is read when MXNet loads. A user's own setting
-    # wins.
-    os.environ.setdefault("MXNET_SUBGRAPH_VERBOSE", "0")
-    from ._mxnet_env import import_mxnet
+    from ._mxnet_env import import_mxnet, quiet_subgraph_log
+    quiet_subgraph_log()  # its lines would break the progress bars
     import_mxnet()
     results = run_both(args)
     learned = report(results, args)
