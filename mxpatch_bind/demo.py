@@ -377,6 +377,12 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> bool:
     return not failed
 
 
+def figure_title(results: List[Dict[str, Any]], args: argparse.Namespace) -> str:
+    """The ``--plot`` figure's title: the speed-up, and the settings it was measured with."""
+    return ("per-device shapes: %.2fx the samples/s of stock padding\n(%s)"
+            % (speed_up(results), settings(args)))
+
+
 def plot(results: List[Dict[str, Any]], args: argparse.Namespace, path: str) -> None:
     """Throughput over the run and padded-pixel fraction of both runs, as a PNG.
 
@@ -387,8 +393,7 @@ def plot(results: List[Dict[str, Any]], args: argparse.Namespace, path: str) -> 
     import matplotlib.pyplot as plt
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2),
                                          gridspec_kw={"width_ratios": [2.2, 1]})
-    figure.suptitle("per-device shapes: %.2fx the samples/s of stock padding\n(%s)"
-                    % (speed_up(results), settings(args)), fontsize=10)
+    figure.suptitle(figure_title(results, args), fontsize=10)
     for result in results:
         times, done = zip(*result["timeline"])
         window = max(1, len(times) // 25)

@@ -197,11 +197,14 @@ def _marker_force(marker: pytest.Mark, where: str) -> bool:
 
 
 def _import_mxnet() -> None:
+    """Import MXNet; in a broken environment, fail the test with the fix and nothing else."""
     from ._mxnet_env import MXNetEnvironmentError, import_mxnet
     try:
         import_mxnet()
+        return
     except MXNetEnvironmentError as error:
-        pytest.fail("mxpatch_bind: %s" % error, pytrace=False)
+        message = "mxpatch_bind: %s" % error
+    pytest.fail(message, pytrace=False)  # outside the except: no chained tracebacks
 
 
 def _force(config: pytest.Config) -> bool:
