@@ -41,8 +41,8 @@ NUMPY_124_BOOL_ERROR = (
     "    https://numpy.org/devdocs/release/1.20.0-notes.html#deprecations")
 
 # Where MXNet 1.9.1 trips over it: mxnet/numpy/utils.py, imported by mxnet/__init__.py.
-FAKE_MXNET = "import numpy as onp\n\n# bool = onp.bool, under numpy 1.24:\nraise AttributeError(%r)\n" \
-    % NUMPY_124_BOOL_ERROR
+FAKE_MXNET = ("import numpy as onp\n\n# bool = onp.bool, under numpy 1.24:\n"
+              "raise AttributeError(%r)\n" % NUMPY_124_BOOL_ERROR)
 
 KINDS = ("missing", "numpy")
 

@@ -1,7 +1,7 @@
 """The benchmarks and the demo run (at a tiny size): their figures are not checked, their shape is.
 
-``python -m benchmarks --tiny`` (from the checkout) runs every benchmark in a few seconds; the figures
-themselves come from full runs and live in docs/performance.md.
+``python -m benchmarks --tiny`` (from the checkout) runs every benchmark in a few seconds; the
+figures themselves come from full runs and live in docs/performance.md.
 """
 
 import importlib.util
@@ -15,6 +15,7 @@ import pytest
 
 import benchmarks.__main__ as bench
 from mxpatch_bind import demo
+
 
 def _has(module):
     return importlib.util.find_spec(module) is not None

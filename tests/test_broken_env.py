@@ -10,9 +10,8 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 import broken_env
+import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -5,9 +5,8 @@ import os
 import textwrap
 from importlib import metadata
 
-import pytest
-
 import broken_env
+import pytest
 
 pytest_plugins = ["pytester"]
 
