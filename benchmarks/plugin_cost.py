@@ -26,7 +26,9 @@ TARGET_RATIO = 1.02
 # whether or not the package's entry point is installed.
 LOADED = ("-p", "no:mxpatch_bind", "-p", "mxpatch_bind.pytest_plugin")
 NOT_LOADED = ("-p", "no:mxpatch_bind")
-CASES = {"plugin loaded": LOADED, "-p no:mxpatch_bind": NOT_LOADED}
+# The control repeats the unloaded case: its ratio to the unloaded case is the noise floor.
+CASES = {"plugin loaded": LOADED, "-p no:mxpatch_bind": NOT_LOADED,
+         "-p no:mxpatch_bind, control": NOT_LOADED}
 FILES, TESTS_PER_FILE = 2, 10
 
 # Run in a fresh interpreter: what importing the plugin adds to what pytest already loaded.
@@ -90,9 +92,9 @@ def _check_loading(project):
                                    stderr=subprocess.STDOUT, universal_newlines=True,
                                    timeout=300, check=False)
         loaded = "@pytest.mark.mxpatch_bind" in completed.stdout
-        if loaded != (arguments == LOADED):
+        if loaded != (arguments is LOADED):
             raise RuntimeError("plugin_cost: case %r %s the plugin:\n%s"
-                               % (name, "did not load" if arguments == LOADED else "loaded",
+                               % (name, "did not load" if arguments is LOADED else "loaded",
                                   completed.stdout[-2000:]))
 
 
@@ -123,6 +125,8 @@ def _imported_by_plugin(project):
 def _result(samples, imported, rounds, tiny):
     loaded, blocked = samples["plugin loaded"], samples["-p no:mxpatch_bind"]
     cpu_ratio = common.paired_ratio([cpu for _, cpu in loaded], [cpu for _, cpu in blocked])
+    control_ratio = common.paired_ratio([cpu for _, cpu in samples["-p no:mxpatch_bind, control"]],
+                                        [cpu for _, cpu in blocked])
     wall_ratio = common.paired_ratio([wall for wall, _ in loaded],
                                      [wall for wall, _ in blocked])
     cpu_added = common.median([on - off for (_, on), (_, off) in zip(loaded, blocked)])
@@ -139,7 +143,8 @@ def _result(samples, imported, rounds, tiny):
                        "command": "pytest -p no:cacheprovider --co -q, "
                                   "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1"},
             "rows": rows, "targets": targets,
-            "ratios": {"cpu": cpu_ratio, "wall": wall_ratio}, "cpu_ms_added": 1e3 * cpu_added}
+            "ratios": {"cpu": cpu_ratio, "wall": wall_ratio, "cpu_control": control_ratio},
+            "cpu_ms_added": 1e3 * cpu_added}
 
 
 def format_table(result):
@@ -147,6 +152,7 @@ def format_table(result):
                                 [[r["case"], r["cpu_ms"], "%.0f%%" % (100 * r["cpu_spread"]),
                                   r["wall_ms"]] for r in result["rows"]])
     ratios = ("median per-round ratio, plugin loaded / not: CPU %.3f, wall %.3f; "
-              "median CPU added: %+.1f ms" % (result["ratios"]["cpu"], result["ratios"]["wall"],
-                                              result["cpu_ms_added"]))
+              "median CPU added: %+.1f ms; noise floor (control / not): CPU %.3f"
+              % (result["ratios"]["cpu"], result["ratios"]["wall"], result["cpu_ms_added"],
+                 result["ratios"]["cpu_control"]))
     return "\n".join([table, ratios, common.format_targets(result["targets"])])

@@ -97,8 +97,9 @@ class MXNetLibraryError(MXNetEnvironmentError):
 def import_mxnet() -> types.ModuleType:
     """Import and return ``mxnet``, raising :class:`MXNetEnvironmentError` with the fix.
 
-    MXNet 1.x's own import-time DeprecationWarnings (numpy aliases) are silenced: they are
-    not the caller's to see, and under ``-W error::DeprecationWarning`` they would abort it.
+    MXNet 1.x's own import-time DeprecationWarnings (numpy aliases), and numpy 1.24's
+    FutureWarning before it refuses one, are silenced: they are not the caller's to see, and
+    under ``-W error::DeprecationWarning`` they would abort it.
 
     Returns
     -------
@@ -122,6 +123,9 @@ def import_mxnet() -> types.ModuleType:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
+            # numpy 1.24 warns about the alias just before refusing it: the error says it all.
+            warnings.filterwarnings("ignore", r"In the future `np\.\w+` will be defined",
+                                    FutureWarning)
             return importlib.import_module("mxnet")
     except ModuleNotFoundError as error:
         if error.name != "mxnet":

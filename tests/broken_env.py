@@ -41,8 +41,17 @@ NUMPY_124_BOOL_ERROR = (
     "    https://numpy.org/devdocs/release/1.20.0-notes.html#deprecations")
 
 # Where MXNet 1.9.1 trips over it: mxnet/numpy/utils.py, imported by mxnet/__init__.py.
-FAKE_MXNET = ("import numpy as onp\n\n# bool = onp.bool, under numpy 1.24:\n"
-              "raise AttributeError(%r)\n" % NUMPY_124_BOOL_ERROR)
+# numpy 1.24's __getattr__ warns, then raises.
+FAKE_MXNET = textwrap.dedent("""
+    import warnings
+
+    import numpy as onp
+
+    # bool = onp.bool, under numpy 1.24:
+    warnings.warn("In the future `np.bool` will be defined as the corresponding NumPy scalar.",
+                  FutureWarning, stacklevel=1)
+    raise AttributeError(%r)
+""") % NUMPY_124_BOOL_ERROR
 
 KINDS = ("missing", "numpy")
 
