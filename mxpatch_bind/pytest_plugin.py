@@ -16,9 +16,11 @@ too new for it) under ``--mxpatch-bind`` is a usage error (exit status 4) naming
     Fixtures that install the patch for one test, or for the rest of the session, and yield
     :func:`mxpatch_bind.status`.
 ``@pytest.mark.mxpatch_bind``
-    Install the patch around a test's setup, call and teardown; on a class, around each of
-    its tests. ``@pytest.mark.mxpatch_bind(force=True)`` forces; any other argument is a
-    usage error found at collection.
+    Install the patch around a test's setup, call and teardown (importing MXNet first, as
+    the fixtures do); on a class, around each of its tests.
+    ``@pytest.mark.mxpatch_bind(force=True)`` forces; any other argument is a usage error
+    found at collection. In a broken environment, the fixtures and the marker fail their
+    test with one line naming the fix.
 
 Examples
 --------
@@ -44,7 +46,6 @@ The whole suite, patched, with the header saying so::
     ...
     mxpatch_bind: active (MXNet 1.9.1, mxpatch_bind 0.1.0, --mxpatch-bind)
 """
-
 
 import sys
 from typing import TYPE_CHECKING, Generator, Iterator

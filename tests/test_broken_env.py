@@ -92,3 +92,26 @@ def test_doctor_fails_the_mxnet_check_with_the_fix_and_exits_1(tmp_path, kind):
     # What does not need MXNet is still checked.
     assert [line.split(":")[0] for line in lines[1:4]] == ["ok    python", "ok    numpy",
                                                            "ok    wrapt"]
+
+
+def test_a_native_library_that_fails_to_load_is_named_with_the_fix(tmp_path):
+    fake = tmp_path / "fake"
+    (fake / "mxnet").mkdir(parents=True)
+    # What ctypes raises when mxnet-cu112's libmxnet.so cannot find CUDA 11.2's runtime.
+    (fake / "mxnet" / "__init__.py").write_text(
+        "raise OSError('libcudart.so.11.0: cannot open shared object file: "
+        "No such file or directory')\n")
+    completed = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        from mxpatch_bind import _mxnet_env
+        try:
+            _mxnet_env.import_mxnet()
+        except _mxnet_env.MXNetLibraryError as error:
+            print(error)
+    """)], env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake), REPO])),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == (
+        "MXNet's native library failed to load (libcudart.so.11.0: cannot open shared object "
+        "file: No such file or directory); fix: install the MXNet build that matches this "
+        "machine: the CPU wheel mxnet==1.9.1, or the mxnet-cuXXX wheel whose CUDA version is "
+        "installed (mxnet-cu112 needs CUDA 11.2's libraries)\n")
