@@ -9,6 +9,8 @@ import importlib
 import os
 import sys
 
+from mxpatch_bind._cli_types import Parser, positive_int
+
 from . import common
 
 BENCHMARKS = {
@@ -17,22 +19,24 @@ BENCHMARKS = {
     "reshape": "Cost of a shape change: per-device reshape vs shared-module rebind vs bind.",
     "memory": "Resident memory over 1,000 shape changes; oneDNN primitive-cache cap.",
     "lifecycle": "install()+uninstall() and patched() enter+exit.",
+    "plugin_cost": "pytest --co of a trivial project: the plugin loaded vs -p no:mxpatch_bind.",
 }
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    """The command line: benchmark names and typed, range-checked options."""
+    parser = Parser(
         prog="python -m benchmarks", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="benchmarks:\n" + "\n".join("  %-10s %s" % item for item in BENCHMARKS.items()))
+        epilog="benchmarks:\n" + "\n".join("  %-11s %s" % item for item in BENCHMARKS.items()))
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help="benchmarks to run (default: all)")
     parser.add_argument("--tiny", action="store_true",
                         help="a few seconds each: checks that they run, not their figures")
     parser.add_argument("--out", default=os.path.join("bench", "results"), metavar="DIR",
                         help="where the JSON results go (default: ./bench/results)")
-    parser.add_argument("--rounds", type=int, default=None,
-                        help="rounds per benchmark (default: each benchmark's own)")
+    parser.add_argument("--rounds", type=positive_int, default=None,
+                        help="rounds per benchmark, >= 1 (default: each benchmark's own)")
     parser.add_argument("--plot", metavar="PNG",
                         help="draw the variable, reshape and memory results in --out "
                              "(matplotlib), after running the named benchmarks")
@@ -42,14 +46,25 @@ def build_parser():
 
 
 def main(argv=None):
-    """Run the named benchmarks (all by default); returns the exit status."""
+    """Run the named benchmarks (all by default); returns the exit status.
+
+    1, with one line on stderr naming the fix, when MXNet is missing or numpy too new for it.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     unknown = [name for name in args.names if name not in BENCHMARKS]
     if unknown:
         parser.error("unknown benchmark(s) %s; choose from %s"
                      % (", ".join(unknown), ", ".join(BENCHMARKS)))
-    for name in [] if args.no_run else args.names or list(BENCHMARKS):
+    names = [] if args.no_run else args.names or list(BENCHMARKS)
+    if names:
+        from mxpatch_bind._mxnet_env import MXNetEnvironmentError, import_mxnet
+        try:
+            import_mxnet()  # every result records the MXNet it ran on
+        except MXNetEnvironmentError as error:
+            print("%s: %s" % (parser.prog, error), file=sys.stderr)
+            return 1
+    for name in names:
         benchmark = importlib.import_module("benchmarks." + name)
         result = benchmark.run(tiny=args.tiny, rounds=args.rounds)
         path = common.write_json(result, args.out)

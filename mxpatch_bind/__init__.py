@@ -6,10 +6,15 @@ mxpatch_bind`` does not import MXNet: the names that need it load on first use.
 """
 
 import importlib
+from typing import TYPE_CHECKING
 
 from .errors import PatchError, ShapeSpecError, UnsupportedMXNetError
-from .patching import PatchStatus, install, is_installed, patched, status, uninstall
 from .version import __version__
+
+if TYPE_CHECKING:
+    from .binding import bind, reshape
+    from .io import PerDeviceIter
+    from .patching import PatchStatus, install, is_installed, patched, status, uninstall
 
 __all__ = [
     "install",
@@ -27,8 +32,12 @@ __all__ = [
     "__version__",
 ]
 
-# Names whose modules import MXNet: loaded on first access (PEP 562).
-_LAZY = {"bind": "binding", "reshape": "binding", "PerDeviceIter": "io"}
+# Loaded on first access (PEP 562): binding and io import MXNet, and patching imports wrapt
+# (which imports asyncio): the pytest plugin, imported by every pytest run in the
+# environment, and ``python -m mxpatch_bind --help`` must not pay for them.
+_LAZY = {"bind": "binding", "reshape": "binding", "PerDeviceIter": "io",
+         **dict.fromkeys(["install", "uninstall", "patched", "is_installed", "status",
+                          "PatchStatus"], "patching")}
 
 
 def __getattr__(name):

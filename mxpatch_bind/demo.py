@@ -3,37 +3,57 @@
 A small CNN learns a synthetic task (which colour channel holds a bright square, in images
 of random size) on CPU contexts, twice from the same initial parameters: once the stock way,
 every batch padded to its largest image, and once with per-device shapes fed by
-``PerDeviceIter``, each device padded only to its own images. A progress bar shows live
-throughput (tqdm if installed, else MXNet's Speedometer, on stderr); a table compares
-samples/s, padded pixels and accuracy. Exit status 1 if either run fails to learn.
+``PerDeviceIter``, each device padded only to its own images. A progress bar per run shows
+its throughput on its own clock, the figure the final table gives (tqdm if installed, else
+MXNet's Speedometer, on stderr); the table compares samples/s, padded pixels and accuracy.
+Exit status 1 if either run fails to learn; 2 for a bad option.
 """
 
 import argparse
 import logging
 import sys
 import time
+from typing import Any, Dict, List, Optional, Sequence
+
+from ._cli_types import Parser, fraction, nonneg_int, positive_int
 
 CLASSES = 3
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(prog="python -m mxpatch_bind demo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--epochs", type=int, default=3, help="epochs per run (default 3)")
-    parser.add_argument("--devices", type=int, default=2, help="CPU contexts (default 2)")
-    parser.add_argument("--per-device", type=int, default=4, metavar="N",
+def build_parser() -> Parser:
+    """The demo's options, each with its type and range.
+
+    Returns
+    -------
+    Parser
+        Bad values (``--epochs 0``, ``--devices -1``, ``--min-accuracy nan``) are usage
+        errors: one line on stderr, exit status 2.
+
+    Examples
+    --------
+    >>> build_parser().parse_args(["--epochs", "2"]).epochs
+    2
+    """
+    parser = Parser(prog="python -m mxpatch_bind demo", description=__doc__,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--epochs", type=positive_int, default=3,
+                        help="epochs per run (default 3)")
+    parser.add_argument("--devices", type=positive_int, default=2,
+                        help="CPU contexts (default 2)")
+    parser.add_argument("--per-device", type=positive_int, default=4, metavar="N",
                         help="images per device per batch (default 4)")
     parser.add_argument("--sizes", type=_sizes, default=(32, 128), metavar="MIN,MAX",
                         help="image side lengths in pixels (default 32,128)")
-    parser.add_argument("--samples", type=int, default=512,
+    parser.add_argument("--samples", type=positive_int, default=512,
                         help="training images (default 512; a quarter as many validate)")
-    parser.add_argument("--group-window", type=int, default=8, metavar="BATCHES",
+    parser.add_argument("--group-window", type=positive_int, default=8, metavar="BATCHES",
                         help="PerDeviceIter's grouping window: batches whose images are "
                              "grouped by size together (default 8; 1 only arranges each "
                              "batch across the devices)")
-    parser.add_argument("--seed", type=int, default=0, help="data and initialisation seed")
-    parser.add_argument("--min-accuracy", type=float, default=0.85, metavar="FRACTION",
-                        help="validation accuracy each run must reach (default 0.85)")
+    parser.add_argument("--seed", type=nonneg_int, default=0,
+                        help="data and initialisation seed")
+    parser.add_argument("--min-accuracy", type=fraction, default=0.85, metavar="FRACTION",
+                        help="validation accuracy each run must reach, 0 to 1 (default 0.85)")
     parser.add_argument("--plot", metavar="PNG", help="draw throughput and padding (matplotlib)")
     parser.add_argument("--progress", choices=["auto", "tqdm", "speedometer", "none"],
                         default="auto", help="progress display on stderr (default: tqdm if "
@@ -41,7 +61,24 @@ def build_parser():
     return parser
 
 
-def _sizes(text):
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """Parse and cross-check the options: at least one batch of training images.
+
+    Examples
+    --------
+    >>> parse_args(["--samples", "16", "--devices", "2", "--per-device", "4"]).samples
+    16
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.samples < args.devices * args.per_device:
+        parser.error("--samples %d is less than one batch of %d images (--devices %d x "
+                     "--per-device %d)" % (args.samples, args.devices * args.per_device,
+                                            args.devices, args.per_device))
+    return args
+
+
+def _sizes(text: str) -> tuple:
     try:
         low, high = (int(part) for part in text.split(","))
     except ValueError:
@@ -139,58 +176,85 @@ class PerDeviceBatches:
 
 # --------------------------------------------------------------------------- training
 class Progress:
-    """A progress bar with live samples/s: tqdm when available, else MXNet's Speedometer."""
+    """A run's progress on stderr: a tqdm bar when available, else MXNet's Speedometer.
 
-    def __init__(self, kind, title, total_batches, batch_size, position=0):
-        self.kind = kind
-        if kind == "auto":
-            try:
-                import tqdm as _  # noqa: F401  (an optional extra: is it installed?)
-                self.kind = "tqdm"
-            except ImportError:
-                self.kind = "speedometer"
-        self.batch_size = batch_size
+    The rate shown is the run's own: images trained over the seconds this run has trained,
+    the very figure the final table prints. Epochs of the two runs alternate, so a bar's
+    wall-clock rate (tqdm's own) would count the other run's time too.
+    """
+
+    def __init__(self, kind: str, title: str, total_images: int, batch_size: int,
+                 position: int = 0) -> None:
+        self.kind, self.title = _progress_kind(kind), title
         if self.kind == "tqdm":
             from tqdm import tqdm
-            self.bar = tqdm(total=total_batches * batch_size, desc="%-14s" % title, unit="img",
+            self.bar = tqdm(total=total_images, desc="%-14s" % title, unit="img",
                             file=sys.stderr, position=position, leave=True,
-                            dynamic_ncols=True)
+                            dynamic_ncols=True,
+                            bar_format="{desc} {percentage:3.0f}%|{bar}| "
+                                       "{n_fmt}/{total_fmt} img{postfix}")
         elif self.kind == "speedometer":
             import mxnet as mx
             if not logging.getLogger().handlers:
                 logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                                     format="%(message)s")
             logging.getLogger().setLevel(logging.INFO)
-            self.title = title
             self.speedometer = mx.callback.Speedometer(batch_size, frequent=20)
 
-    def update(self, epoch, nbatch, metric):
+    def update(self, epoch: int, nbatch: int, metric: Any, images: int,
+               samples_per_s: float) -> None:
+        """After a batch of ``images``; ``samples_per_s`` on the run's own clock."""
         if self.kind == "tqdm":
-            self.bar.update(self.batch_size)
-            name, value = metric.get()
-            self.bar.set_postfix_str("epoch %d %s %.3f" % (epoch, name, value), refresh=False)
+            self.bar.update(images)
+            self.bar.set_postfix_str(self._postfix(epoch, metric, samples_per_s),
+                                     refresh=False)
         elif self.kind == "speedometer":
             import mxnet as mx
             if nbatch == 0:
                 logging.info("%s, epoch %d", self.title, epoch)
             self.speedometer(mx.model.BatchEndParam(epoch, nbatch, metric, None))
 
-    def close(self):
+    def end_epoch(self, epoch: int, metric: Any, samples_per_s: float) -> None:
+        """After an epoch: the rate so far, as the table will count it."""
+        if self.kind == "tqdm":
+            self.bar.set_postfix_str(self._postfix(epoch, metric, samples_per_s))
+        elif self.kind == "speedometer":
+            logging.info("%s, epoch %d: %.1f samples/s so far", self.title, epoch,
+                         samples_per_s)
+
+    def close(self) -> None:
         if self.kind == "tqdm":
             self.bar.close()
+
+    @staticmethod
+    def _postfix(epoch: int, metric: Any, samples_per_s: float) -> str:
+        name, value = metric.get()
+        return "%.1f img/s, epoch %d %s %.3f" % (samples_per_s, epoch, name, value)
+
+
+def _progress_kind(kind: str) -> str:
+    if kind != "auto":
+        return kind
+    try:
+        import tqdm as _  # noqa: F401  (an optional extra: is it installed?)
+    except ImportError:
+        return "speedometer"
+    return "tqdm"
 
 
 class Run:
     """One training run: a module, its batches, and the time it has trained so far."""
 
-    def __init__(self, name, mod, batches, batch_size, progress):
+    def __init__(self, name: str, mod: Any, batches: Any, batch_size: int,
+                 progress: Progress) -> None:
         import mxnet as mx
         self.name, self.mod, self.batches, self.batch_size = name, mod, batches, batch_size
         self.progress = progress
         self.metric = mx.metric.Accuracy()
-        self.seconds, self.done, self.timeline = 0.0, 0, []
+        self.seconds, self.done = 0.0, 0
+        self.timeline: List[tuple] = []
 
-    def train_epoch(self, epoch):
+    def train_epoch(self, epoch: int) -> None:
         """One epoch; its time is added to this run's own clock."""
         import mxnet as mx
         self.metric.reset()
@@ -202,13 +266,16 @@ class Run:
             self.mod.update_metric(self.metric, batch.label)
             self.done += self.batch_size
             # The metric reads the outputs, so the step has finished when it returns.
-            self.timeline.append((self.seconds + time.perf_counter() - start, self.done))
-            self.progress.update(epoch, nbatch, self.metric)
+            trained = self.seconds + time.perf_counter() - start
+            self.timeline.append((trained, self.done))
+            self.progress.update(epoch, nbatch, self.metric, self.batch_size,
+                                 self.done / trained)
         mx.nd.waitall()
         self.seconds += time.perf_counter() - start
+        self.progress.end_epoch(epoch, self.metric, self.samples_per_s)
 
     @property
-    def samples_per_s(self):
+    def samples_per_s(self) -> float:
         return self.done / self.seconds
 
 
@@ -240,9 +307,6 @@ def run_both(args):
     contexts = [mx.cpu(i) for i in range(args.devices)]
     batch_size = args.devices * args.per_device
     num_batches = args.samples // batch_size
-    if num_batches == 0:
-        raise SystemExit("--samples %d is less than one batch of %d (devices x per-device)"
-                         % (args.samples, batch_size))
     mx.random.seed(args.seed)
     initial = None
     runs = []
@@ -265,8 +329,8 @@ def run_both(args):
         else:
             mod.init_params(arg_params=initial[0], aux_params=initial[1])
         mod.init_optimizer(optimizer="adam", optimizer_params={"learning_rate": 0.005})
-        progress = Progress(args.progress, name, args.epochs * num_batches, batch_size,
-                            position)
+        progress = Progress(args.progress, name, args.epochs * num_batches * batch_size,
+                            batch_size, position)
         runs.append(Run(name, mod, batches, batch_size, progress))
     # Epochs alternate between the runs, so both see the same machine (it may be shared).
     for epoch in range(args.epochs):
@@ -280,18 +344,28 @@ def run_both(args):
             for run in runs]
 
 
-def report(results, args):
+def speed_up(results: List[Dict[str, Any]]) -> float:
+    """Samples/s of the per-device run over the stock run's."""
     stock, per_device = results
+    return per_device["samples_per_s"] / stock["samples_per_s"]
+
+
+def settings(args: argparse.Namespace) -> str:
+    """The settings a figure depends on, in words."""
+    return ("%d devices, %d images each, sizes %d-%d px, %d epochs, grouping window %d"
+            % (args.devices, args.per_device, args.sizes[0], args.sizes[1], args.epochs,
+               args.group_window))
+
+
+def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> bool:
+    """Print the comparison table; whether both runs reached ``--min-accuracy``."""
     lines = ["", "%-16s %10s %14s %14s" % ("run", "samples/s", "padded pixels", "val accuracy")]
     for result in results:
         lines.append("%-16s %10.1f %13.1f%% %13.1f%%" % (
             result["run"], result["samples_per_s"], 100 * result["padding"],
             100 * result["accuracy"]))
-    lines.append("speed-up of per-device over stock: %.2fx  (%d devices, %d images each, "
-                 "sizes %d-%d px, %d epochs, grouping window %d)"
-                 % (per_device["samples_per_s"] / stock["samples_per_s"], args.devices,
-                    args.per_device, args.sizes[0], args.sizes[1], args.epochs,
-                    args.group_window))
+    lines.append("speed-up of per-device over stock: %.2fx  (%s)"
+                 % (speed_up(results), settings(args)))
     failed = [r["run"] for r in results if r["accuracy"] < args.min_accuracy]
     if failed:
         lines.append("FAILED to learn (validation accuracy below %.0f%%): %s"
@@ -303,13 +377,23 @@ def report(results, args):
     return not failed
 
 
-def plot(results, path):
-    """Throughput over the run and padded-pixel fraction of both runs, as a PNG."""
+def figure_title(results: List[Dict[str, Any]], args: argparse.Namespace) -> str:
+    """The ``--plot`` figure's title: the speed-up, and the settings it was measured with."""
+    return ("per-device shapes: %.2fx the samples/s of stock padding\n(%s)"
+            % (speed_up(results), settings(args)))
+
+
+def plot(results: List[Dict[str, Any]], args: argparse.Namespace, path: str) -> None:
+    """Throughput over the run and padded-pixel fraction of both runs, as a PNG.
+
+    The figure's title gives the speed-up and the settings it was measured with.
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8),
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2),
                                          gridspec_kw={"width_ratios": [2.2, 1]})
+    figure.suptitle(figure_title(results, args), fontsize=10)
     for result in results:
         times, done = zip(*result["timeline"])
         window = max(1, len(times) // 25)
@@ -331,16 +415,37 @@ def plot(results, path):
     plt.close(figure)
 
 
-def main(argv=None):
-    """Run both trainings, print the comparison; 0 if both reach ``--min-accuracy``."""
-    args = build_parser().parse_args(argv)
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run both trainings, print the comparison; 0 if both reach ``--min-accuracy``.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The options after ``demo`` (see ``python -m mxpatch_bind demo --help``).
+
+    Returns
+    -------
+    int
+        0 when both runs learned, 1 when one did not.
+
+    Raises
+    ------
+    mxpatch_bind._mxnet_env.MXNetEnvironmentError
+        MXNet is missing or numpy too new for it (``python -m mxpatch_bind`` prints it as
+        one line and exits 1).
+    """
+    args = parse_args(argv)
+    from ._mxnet_env import import_mxnet, quiet_subgraph_log
+    quiet_subgraph_log()  # its lines would break the progress bars
+    import_mxnet()
     results = run_both(args)
     learned = report(results, args)
     if args.plot:
-        plot(results, args.plot)
+        plot(results, args, args.plot)
         print("chart: %s" % args.plot)
     return 0 if learned else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .__main__ import main as cli_main
+    sys.exit(cli_main(["demo", *sys.argv[1:]]))

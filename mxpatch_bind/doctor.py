@@ -1,8 +1,11 @@
-"""``python -m mxpatch_bind doctor``: check MXNet, wrapt and the patch here (private module).
+"""``python -m mxpatch_bind doctor``: check this machine for mxpatch_bind (private module).
 
-Each check prints one line, ``ok`` or ``FAIL`` and what it found; the exit status is 0 when
-every check passed, 1 otherwise. The self-test binds a small conv net per device on
-``[cpu(0), cpu(1)]`` with a different image size on each, and compares each device's
+Each check prints one line, ``ok``, ``warn`` or ``FAIL`` and what it found: the versions of
+Python, numpy, wrapt and MXNet with a verdict each, which distribution installed MXNet,
+MXNet's build features, the GPUs it sees, foreign patches, and a self-test. The exit status
+is 0 when no check failed (warnings allowed), 1 otherwise. The self-test binds a small conv
+net per device with a different image size on each device, on two GPUs when MXNet sees two,
+one GPU and the CPU when it sees one, else ``cpu(0), cpu(1)``, and compares each device's
 outputs and gradients with a stock one-context module bound to that device's shapes.
 
 Examples
@@ -11,52 +14,73 @@ Examples
 
     $ python -m mxpatch_bind doctor
     mxpatch_bind 0.1.0 doctor
-    ok    mxnet: 1.9.1 at /.../site-packages/mxnet
-          features: BLAS_OPEN, CPU_SSE, ..., MKLDNN, OPENMP, ...
-    ok    supported: MXNet 1.9.1 is in 1.6-1.9.x and its methods take the expected parameters
+    ok    python: 3.11.2, the version the test suite runs on
+    ok    numpy: 1.23.5 (< 1.24, as MXNet 1.x needs)
     ok    wrapt: 2.5.2, C extension in use
+    ok    mxnet: 1.9.1 at /.../site-packages/mxnet
+    ok    distribution: mxnet 1.9.1, the CPU build that pip install ".[cpu]" installs
+    ok    supported: MXNet 1.9.1 is in 1.6-1.9.x and its methods take the expected parameters
+    ok    features: CUDA off, CUDNN off, MKLDNN on, DIST_KVSTORE on
+          enabled: BLAS_OPEN, CPU_SSE, ..., MKLDNN, OPENMP, ...
+    ok    gpus: none (a CPU build of MXNet)
     ok    foreign patches: none on Module.bind, Module.reshape, BucketingModule.bind
     ok    self-test: per-device outputs and gradients equal stock one-context modules ...
     ok    restored: Module.bind, Module.reshape, BucketingModule.bind are the objects ...
-    all 6 checks passed
+    all 11 checks passed
 """
 
-import argparse
+import glob
 import importlib
 import os
 import sys
-import warnings
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-import wrapt
-
-from . import patching
+from ._cli_types import Parser
 from .version import __version__
 
-__all__ = ["main"]
+__all__ = ["main", "self_test_contexts"]
 
 # Two devices with different image and batch sizes (the sizes CONTEXT.md measured the fork on).
 SELF_TEST_SHAPES = ((2, 3, 32, 48), (3, 3, 40, 24))
 NUM_CLASSES = 3
 
+TESTED_PYTHON = (3, 11)
+# numpy<1.24 (MXNet 1.x) has wheels up to 3.11; wrapt>=2.4 has none for 3.8.
+ALLOWED_PYTHON = ((3, 9), (3, 11))
+NUMPY_LIMIT = (1, 24)  # MXNet 1.x imports only with numpy below this
+WRAPT_MINIMUM = (2, 4)
+BUILD_FEATURES = ("CUDA", "CUDNN", "MKLDNN", "DIST_KVSTORE")
+CPU_DISTRIBUTION = "mxnet"  # what the .[cpu] extra installs
+# GPU results may differ in the last bits: cuDNN picks its algorithms per executor.
+GPU_TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
+
 
 class Check:
-    """The outcome of one check: passed or not, what it found, and indented detail lines."""
+    """The outcome of one check: ``ok``, ``warn`` or ``FAIL``, what it found, detail lines."""
 
-    def __init__(self, name, passed, text, details=()):
-        self.name, self.passed, self.text, self.details = name, passed, text, list(details)
+    LEVELS = ("ok", "warn", "FAIL")
 
-    def lines(self):
-        yield "%-5s %s: %s" % ("ok" if self.passed else "FAIL", self.name, self.text)
+    def __init__(self, name: str, level: str, text: str, details: Sequence[str] = ()) -> None:
+        if level not in self.LEVELS:
+            raise ValueError("level must be one of %r, got %r" % (self.LEVELS, level))
+        self.name, self.level, self.text, self.details = name, level, text, list(details)
+
+    @property
+    def passed(self) -> bool:
+        return self.level != "FAIL"
+
+    def lines(self) -> Iterator[str]:
+        yield "%-5s %s: %s" % (self.level, self.name, self.text)
         for detail in self.details:
             yield "      " + detail
 
 
-def main(argv=None):
-    """Run every check, print one line each, and return 0 if all passed, else 1.
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run every check, print one line each, and return 0 if none failed, else 1.
 
     Parameters
     ----------
-    argv : list of str, optional
+    argv : sequence of str, optional
         Command-line arguments after ``doctor`` (only ``-h`` is understood).
 
     Returns
@@ -64,100 +88,241 @@ def main(argv=None):
     int
         The exit status.
     """
-    argparse.ArgumentParser(
-        prog="python -m mxpatch_bind doctor",
-        description="Check MXNet, wrapt and the mxpatch_bind patch on this machine, and run "
-                    "a 2-context self-test. Exit status 0 when every check passes."
-    ).parse_args([] if argv is None else argv)
+    Parser(prog="python -m mxpatch_bind doctor",
+           description="Check Python, numpy, wrapt, MXNet, its build and GPUs, and the "
+                       "mxpatch_bind patch on this machine, and run a 2-device self-test. "
+                       "Exit status 0 when no check fails."
+           ).parse_args([] if argv is None else argv)
+    from ._mxnet_env import quiet_subgraph_log
+    quiet_subgraph_log()
     print("mxpatch_bind %s doctor" % __version__)
-    checks = list(run_checks())
-    for check in checks:
-        print("\n".join(check.lines()))
+    checks = []
+    for check in run_checks():
+        print("\n".join(check.lines()), flush=True)
+        checks.append(check)
     failed = [check.name for check in checks if not check.passed]
     if failed:
         print("%d of %d checks failed: %s" % (len(failed), len(checks), ", ".join(failed)))
         return 1
-    print("all %d checks passed" % len(checks))
+    warned = sum(check.level == "warn" for check in checks)
+    print("all %d checks passed%s" % (len(checks), " (%d with a warning)" % warned
+                                      if warned else ""))
     return 0
 
 
-def run_checks():
-    """Yield the :class:`Check` results in order; later ones are skipped as failed when
-    MXNet cannot be imported or is not supported."""
+def run_checks() -> Iterator[Check]:
+    """Yield the :class:`Check` results in order; those that need MXNet, or wrapt, fail as
+    not run when it cannot be imported or is not supported."""
+    yield check_python(tuple(sys.version_info[:3]))
+    yield check_numpy()
+    wrapt_check = check_wrapt()
+    yield wrapt_check
     mx, check = check_import()
     yield check
-    if mx is None:
-        yield Check("self-test", False, "not run: MXNet cannot be imported")
+    yield check_distribution(_mxnet_distributions())
+    if mx is None or not wrapt_check.passed:
+        why = "MXNet cannot be imported" if mx is None else "wrapt is missing or too old"
+        yield Check("self-test", "FAIL", "not run: %s (see above)" % why)
         return
     supported = check_supported(mx)
     yield supported
-    yield check_wrapt()
+    yield check_features(mx)
+    gpus, check = check_gpus(mx)
+    yield check
     yield check_foreign_patches()
     if not supported.passed:
-        yield Check("self-test", False, "not run: mxpatch_bind refuses this MXNet (see above)")
+        yield Check("self-test", "FAIL", "not run: mxpatch_bind refuses this MXNet (see above)")
         return
     before = _current_methods()
-    yield check_self_test(mx)
+    yield check_self_test(mx, self_test_contexts(gpus))
     yield check_restored(before)
 
 
+def self_test_contexts(num_gpus: int) -> List[Tuple[str, int]]:
+    """The two devices the self-test binds on, as ``(device_type, device_id)``.
+
+    Two GPUs when there are two or more, one GPU and the CPU when there is one, else two
+    CPU contexts (MXNet treats ``cpu(0)`` and ``cpu(1)`` as separate devices).
+
+    Parameters
+    ----------
+    num_gpus : int
+        How many GPUs MXNet sees (``mx.context.num_gpus()``).
+
+    Returns
+    -------
+    list of (str, int)
+        Two entries, for ``mx.Context(device_type, device_id)``.
+
+    Examples
+    --------
+    >>> self_test_contexts(0), self_test_contexts(1), self_test_contexts(4)
+    ([('cpu', 0), ('cpu', 1)], [('gpu', 0), ('cpu', 0)], [('gpu', 0), ('gpu', 1)])
+    """
+    if num_gpus >= 2:
+        return [("gpu", 0), ("gpu", 1)]
+    if num_gpus == 1:
+        return [("gpu", 0), ("cpu", 0)]
+    return [("cpu", 0), ("cpu", 1)]
+
+
 # --------------------------------------------------------------------------- the checks
-def check_import():
-    """MXNet's version, location and enabled build features."""
+def check_python(version: Sequence[int]) -> Check:
+    """Whether this Python is the one tested, one the dependencies allow, or neither.
+
+    Examples
+    --------
+    >>> check_python((3, 10, 4)).level
+    'ok'
+    >>> check_python((3, 12, 1)).level
+    'warn'
+    """
+    text = "%d.%d.%d" % tuple(version[:3])
+    if tuple(version[:2]) == TESTED_PYTHON:
+        return Check("python", "ok", "%s, the version the test suite runs on" % text)
+    low, high = ALLOWED_PYTHON
+    allowed = "%d.%d-%d.%d" % (low + high)
+    if low <= tuple(version[:2]) <= high:
+        return Check("python", "ok", "%s: allowed (%s), though the test suite runs on %d.%d"
+                     % ((text, allowed) + TESTED_PYTHON))
+    return Check("python", "warn", "%s: outside %s, the versions where numpy<1.24 (for MXNet "
+                 "1.x) and wrapt>=2.4 both install" % (text, allowed))
+
+
+def check_numpy() -> Check:
+    """numpy's version against the ``numpy<1.24`` MXNet 1.x needs."""
+    from ._mxnet_env import NUMPY_FIX
     try:
-        with warnings.catch_warnings():
-            # MXNet 1.x's import trips numpy DeprecationWarnings that are not ours to report.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            mx = importlib.import_module("mxnet")
-    except Exception as error:  # pylint: disable=broad-except
-        return None, Check("mxnet", False, "cannot import mxnet: %s: %s"
-                           % (type(error).__name__, error))
-    where = os.path.dirname(getattr(mx, "__file__", "") or "?")
-    return mx, Check("mxnet", True, "%s at %s" % (getattr(mx, "__version__", "?"), where),
-                     ["features: %s" % _enabled_features(mx)])
+        import numpy
+    except ImportError:
+        return Check("numpy", "FAIL", "numpy is not installed; fix: %s" % NUMPY_FIX)
+    if _version_tuple(numpy.__version__) >= NUMPY_LIMIT:
+        return Check("numpy", "FAIL", "%s: MXNet 1.x cannot be imported with numpy >= 1.24; "
+                     "fix: %s" % (numpy.__version__, NUMPY_FIX))
+    return Check("numpy", "ok", "%s (< 1.24, as MXNet 1.x needs)" % numpy.__version__)
 
 
-def _enabled_features(mx):
-    try:
-        features = mx.runtime.Features()
-    except Exception as error:  # pylint: disable=broad-except
-        return "unknown (%s)" % error
-    return ", ".join(name for name, feature in sorted(features.items()) if feature.enabled)
-
-
-def check_supported(mx):
-    """Whether :func:`mxpatch_bind.install` accepts this MXNet without ``force=True``."""
-    problems = patching.check_mxnet(mx)
-    if problems:
-        return Check("supported", False, "; ".join(problems))
-    low, high = patching.SUPPORTED_VERSIONS
-    return Check("supported", True, "MXNet %s is in %d.%d-%d.%d.x and its methods take the "
-                 "expected parameters" % ((mx.__version__,) + low + high))
-
-
-def check_wrapt():
+def check_wrapt() -> Check:
     """wrapt's version, and whether its C extension provides ``FunctionWrapper``."""
+    fix = 'pip install "wrapt>=%d.%d"' % WRAPT_MINIMUM
+    try:
+        import wrapt
+    except ImportError:
+        return Check("wrapt", "FAIL", "wrapt is not installed; fix: %s" % fix)
     version = getattr(wrapt, "__version__", "?")
-    version_tuple = tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
-    if version_tuple < (2, 4):
-        return Check("wrapt", False, "%s; mxpatch_bind needs wrapt>=2.4" % version)
+    if _version_tuple(version) < WRAPT_MINIMUM:
+        return Check("wrapt", "FAIL", "%s; mxpatch_bind needs wrapt>=%d.%d; fix: %s"
+                     % ((version,) + WRAPT_MINIMUM + (fix,)))
     # wrapt.__wrapt__ picks wrapt._wrappers (C) unless WRAPT_DISABLE_EXTENSIONS is set or the
     # extension failed to build; the pure-Python classes live in wrapt.wrappers.
-    if wrapt.FunctionWrapper is not wrapt.wrappers.FunctionWrapper:
-        return Check("wrapt", True, "%s, C extension in use" % version)
+    pure_python = importlib.import_module("wrapt.wrappers").FunctionWrapper
+    if wrapt.FunctionWrapper is not pure_python:
+        return Check("wrapt", "ok", "%s, C extension in use" % version)
     why = ("WRAPT_DISABLE_EXTENSIONS is set" if os.environ.get("WRAPT_DISABLE_EXTENSIONS")
            else "the C extension is not available")
-    return Check("wrapt", True, "%s, pure Python (%s): slower per patched call, which "
+    return Check("wrapt", "ok", "%s, pure Python (%s): slower per patched call, which "
                  "bind/reshape can afford" % (version, why))
 
 
-def check_foreign_patches():
+def check_import() -> Tuple[Any, Check]:
+    """MXNet's version and location, or why it cannot be imported and the fix."""
+    from ._mxnet_env import MXNetEnvironmentError, import_mxnet
+    try:
+        mx = import_mxnet()
+    except MXNetEnvironmentError as error:
+        return None, Check("mxnet", "FAIL", str(error))
+    except Exception as error:  # pylint: disable=broad-except
+        return None, Check("mxnet", "FAIL", "cannot import mxnet: %s: %s"
+                           % (type(error).__name__, error))
+    where = os.path.dirname(getattr(mx, "__file__", "") or "?")
+    return mx, Check("mxnet", "ok", "%s at %s" % (getattr(mx, "__version__", "?"), where))
+
+
+def check_distribution(distributions: Sequence[Tuple[str, str]]) -> Check:
+    """Which distribution installed the ``mxnet`` package, and what ``.[cpu]`` would do to it.
+
+    ``mxnet`` and ``mxnet-cuXXX`` install the same ``mxnet`` package, so the ``cpu`` extra
+    (``mxnet==1.9.1``) installed over a GPU build replaces it with the CPU build.
+
+    Parameters
+    ----------
+    distributions : sequence of (str, str)
+        ``(name, version)`` of the installed distributions that provide ``mxnet``.
+
+    Examples
+    --------
+    >>> check_distribution([("mxnet-cu112", "1.9.1")]).level
+    'warn'
+    """
+    found = ", ".join("%s %s" % item for item in distributions)
+    if len(distributions) > 1:
+        return Check("distribution", "warn", "%s all install the mxnet package, over each "
+                     "other's files: pip uninstall all of them, then install one" % found)
+    if not distributions:
+        return Check("distribution", "ok", "no installed distribution provides mxnet "
+                     "(a source build on the path, or none)")
+    if distributions[0][0] == CPU_DISTRIBUTION:
+        return Check("distribution", "ok", "%s, the CPU build that pip install \".[cpu]\" "
+                     "installs" % found)
+    return Check("distribution", "warn", "%s: pip install \".[cpu]\" would replace this build "
+                 "with the CPU one (both install the mxnet package); install mxpatch_bind "
+                 "without the extra: pip install ." % found)
+
+
+def check_supported(mx: Any) -> Check:
+    """Whether :func:`mxpatch_bind.install` accepts this MXNet without ``force=True``."""
+    from . import patching
+    problems = patching.check_mxnet(mx)
+    if problems:
+        return Check("supported", "FAIL", "; ".join(problems))
+    low, high = patching.SUPPORTED_VERSIONS
+    return Check("supported", "ok", "MXNet %s is in %d.%d-%d.%d.x and its methods take the "
+                 "expected parameters" % ((mx.__version__,) + low + high))
+
+
+def check_features(mx: Any) -> Check:
+    """MXNet's build: CUDA, cuDNN, MKLDNN (oneDNN) and the distributed kvstore, on or off."""
+    try:
+        features = mx.runtime.Features()
+    except Exception as error:  # pylint: disable=broad-except
+        return Check("features", "warn", "unknown: mx.runtime.Features() failed: %s" % error)
+    text = ", ".join("%s %s" % (name, "on" if name in features and features.is_enabled(name)
+                                else "off") for name in BUILD_FEATURES)
+    enabled = ", ".join(name for name, feature in sorted(features.items()) if feature.enabled)
+    return Check("features", "ok", text, ["enabled: %s" % enabled])
+
+
+def check_gpus(mx: Any) -> Tuple[int, Check]:
+    """How many GPUs MXNet sees, and whether that fits its build and this machine."""
+    cuda = _feature_enabled(mx, "CUDA")
+    try:
+        count = int(mx.context.num_gpus())
+    except Exception as error:  # pylint: disable=broad-except
+        return 0, Check("gpus", "warn" if cuda else "ok", "none: mx.context.num_gpus() "
+                        "failed: %s" % error)
+    if count:
+        return count, Check("gpus", "ok", "%d: %s" % (count, ", ".join(
+            "gpu(%d)" % index for index in range(count))))
+    if cuda:
+        return 0, Check("gpus", "warn", "none visible to this CUDA build of MXNet (driver "
+                        "loaded? CUDA_VISIBLE_DEVICES=%r)"
+                        % os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if glob.glob("/dev/nvidia[0-9]*"):
+        return 0, Check("gpus", "warn", "none for MXNet, a CPU build, though this machine has "
+                        "NVIDIA GPUs: install the mxnet-cuXXX 1.9.1 wheel for its CUDA")
+    return 0, Check("gpus", "ok", "none (a CPU build of MXNet)")
+
+
+def check_foreign_patches() -> Check:
     """Whether anything other than mxpatch_bind has replaced or wrapped a patched method.
 
     Walks each method's whole wrapt chain, so it reports wrappers put on top of ours (what
     ``status().foreign_wrappers`` lists) and those put on before ours, or with ours absent.
     """
-    found = []
+    import wrapt
+
+    from . import patching
+    found: List[str] = []
     for target in patching.TARGETS:
         name = patching._target_name(target)
         ours = patching._state.handles.get(target)  # our FunctionWrapper while installed
@@ -169,48 +334,79 @@ def check_foreign_patches():
                                                                           target.attribute)):
             found.append("%s: %r is not MXNet's own function" % (name, innermost))
     if found:
-        return Check("foreign patches", False, "something else patched MXNet", found)
-    return Check("foreign patches", True, "none on %s" % _method_names())
+        return Check("foreign patches", "FAIL", "something else patched MXNet", found)
+    return Check("foreign patches", "ok", "none on %s" % _method_names())
 
 
-def check_self_test(mx):
-    """Bind per device on two CPU contexts and compare with stock one-context modules."""
+def check_self_test(mx: Any, devices: Sequence[Tuple[str, int]]) -> Check:
+    """Bind per device on ``devices`` and compare with stock one-context modules there."""
+    contexts = [mx.Context(kind, index) for kind, index in devices]
+    exact = all(kind == "cpu" for kind, _ in devices)
     try:
-        mismatches = _self_test(mx)
+        mismatches = _self_test(mx, contexts, exact)
     except Exception as error:  # pylint: disable=broad-except
-        return Check("self-test", False, "%s: %s" % (type(error).__name__, error))
-    shapes = " and ".join(str(shape) for shape in SELF_TEST_SHAPES)
+        return Check("self-test", "FAIL", "%s: %s" % (type(error).__name__, error))
+    where = "%s; data %s" % (", ".join(map(str, contexts)),
+                             " and ".join(str(shape) for shape in SELF_TEST_SHAPES))
     if mismatches:
-        return Check("self-test", False, "per-device results differ from stock one-context "
-                     "modules (data %s)" % shapes, mismatches)
-    return Check("self-test", True, "per-device outputs and gradients equal stock one-context "
-                 "modules exactly (cpu(0), cpu(1); data %s)" % shapes)
+        return Check("self-test", "FAIL", "per-device results differ from stock one-context "
+                     "modules (%s)" % where, mismatches)
+    how = "exactly" if exact else "within rtol %(rtol)g, atol %(atol)g" % GPU_TOLERANCE
+    return Check("self-test", "ok", "per-device outputs and gradients equal stock one-context "
+                 "modules %s (%s)" % (how, where))
 
 
-def check_restored(before):
+def check_restored(before: Dict[Any, Any]) -> Check:
     """Whether leaving ``patched()`` put back the very objects that were there before."""
+    from . import patching
     changed = ["%s is %r, was %r" % (patching._target_name(target), now, before[target])
                for target, now in _current_methods().items() if now is not before[target]]
     if changed:
-        return Check("restored", False, "the patch was not removed", changed)
-    return Check("restored", True, "%s are the objects they were before the self-test"
+        return Check("restored", "FAIL", "the patch was not removed", changed)
+    return Check("restored", "ok", "%s are the objects they were before the self-test"
                  % _method_names())
 
 
-# --------------------------------------------------------------------------- self-test
-def _owner(target):
+# --------------------------------------------------------------------------- helpers
+def _version_tuple(version: str) -> Tuple[int, ...]:
+    """The leading numeric parts: '1.24.0rc1' -> (1, 24, 0)."""
+    parts = []
+    for part in version.split("."):
+        digits = part[:len(part) - len(part.lstrip("0123456789"))]
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def _mxnet_distributions() -> List[Tuple[str, str]]:
+    from ._mxnet_env import mxnet_distributions
+    return mxnet_distributions()
+
+
+def _feature_enabled(mx: Any, name: str) -> bool:
+    try:
+        return bool(mx.runtime.Features().is_enabled(name))
+    except Exception:  # pylint: disable=broad-except  (unknown features count as off)
+        return False
+
+
+def _owner(target: Any) -> Any:
     return getattr(sys.modules[target.module], target.owner)
 
 
-def _method_names():
+def _method_names() -> str:
+    from . import patching
     return ", ".join("%s.%s" % (t.owner, t.attribute) for t in patching.TARGETS)
 
 
-def _current_methods():
+def _current_methods() -> Dict[Any, Any]:
+    from . import patching
     return {target: vars(_owner(target)).get(target.attribute) for target in patching.TARGETS}
 
 
-def _conv_net(mx):
+# --------------------------------------------------------------------------- self-test
+def _conv_net(mx: Any) -> Any:
     """Conv -> ReLU -> global pool -> FC -> softmax: one parameter set fits any image size."""
     net = mx.sym.Convolution(mx.sym.Variable("data"), num_filter=4, kernel=(3, 3), pad=(1, 1),
                              name="conv")
@@ -220,9 +416,11 @@ def _conv_net(mx):
     return mx.sym.SoftmaxOutput(net, name="softmax")
 
 
-def _self_test(mx):
+def _self_test(mx: Any, contexts: Sequence[Any], exact: bool) -> List[str]:
     """Mismatches between each device of a per-device module and a stock module, as text."""
     import numpy as np
+
+    from . import patching
     rng = np.random.RandomState(0)
     symbol = _conv_net(mx)
     arg_shapes, _, _ = symbol.infer_shape(data=SELF_TEST_SHAPES[0])
@@ -232,13 +430,12 @@ def _self_test(mx):
     batches = [(mx.nd.array(rng.uniform(-1, 1, shape)),
                 mx.nd.array(rng.randint(0, NUM_CLASSES, shape[0])))
                for shape in SELF_TEST_SHAPES]
-    contexts = [mx.cpu(device) for device in range(len(SELF_TEST_SHAPES))]
     # The references first, while nothing is patched: plain stock MXNet.
     references = [_stock_step(mx, symbol, params, context, data, label)
                   for context, (data, label) in zip(contexts, batches)]
 
     with patching.patched():
-        module = mx.mod.Module(symbol, context=contexts)
+        module = mx.mod.Module(symbol, context=list(contexts))
         module.bind([[("data", data.shape)] for data, _ in batches],
                     [[("softmax_label", label.shape)] for _, label in batches])
         module.set_params(params, {})
@@ -248,18 +445,25 @@ def _self_test(mx):
         outputs = module.get_outputs(merge_multi_context=False)[0]
         grads = dict(zip(module._exec_group.param_names, module._exec_group.grad_arrays))
 
+    def same(actual: Any, expected: Any) -> bool:
+        if exact:
+            return bool(np.array_equal(actual, expected))
+        return bool(np.allclose(actual, expected, rtol=GPU_TOLERANCE["rtol"],
+                                atol=GPU_TOLERANCE["atol"]))
+
     mismatches = []
     for device, (context, (stock_output, stock_grads)) in enumerate(zip(contexts, references)):
-        if not np.array_equal(outputs[device].asnumpy(), stock_output):
+        if not same(outputs[device].asnumpy(), stock_output):
             mismatches.append("device %d (%s): output differs" % (device, context))
         for name, grad in stock_grads.items():
-            if not np.array_equal(grads[name][device].asnumpy(), grad):
+            if not same(grads[name][device].asnumpy(), grad):
                 mismatches.append("device %d (%s): gradient of %s differs"
                                   % (device, context, name))
     return mismatches
 
 
-def _stock_step(mx, symbol, params, context, data, label):
+def _stock_step(mx: Any, symbol: Any, params: Dict[str, Any], context: Any, data: Any,
+                label: Any) -> Tuple[Any, Dict[str, Any]]:
     """Stock MXNet on one context: the output and parameter gradients for one batch."""
     module = mx.mod.Module(symbol, context=context)
     module.bind([("data", data.shape)], [("softmax_label", label.shape)])

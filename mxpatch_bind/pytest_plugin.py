@@ -3,8 +3,10 @@
 Registered through the ``pytest11`` entry point ``mxpatch_bind`` when the package is
 pip-installed (``-p no:mxpatch_bind`` turns it off); from a bare checkout, load it with
 ``-p mxpatch_bind.pytest_plugin`` (not both: pytest would register the module twice and stop).
-It does nothing until asked: loading it does not import MXNet, and only the option, a
-fixture or the marker installs the patch.
+It costs nothing until asked: every pytest run in the environment imports this module, so
+loading it imports neither MXNet nor wrapt nor the patch machinery and adds no header line;
+only the option, a fixture or the marker does. A broken environment (MXNet missing, numpy
+too new for it) under ``--mxpatch-bind`` is a usage error (exit status 4) naming the fix.
 
 ``pytest --mxpatch-bind``
     Install the patch for the whole session (from ``pytest_configure`` to
@@ -14,8 +16,11 @@ fixture or the marker installs the patch.
     Fixtures that install the patch for one test, or for the rest of the session, and yield
     :func:`mxpatch_bind.status`.
 ``@pytest.mark.mxpatch_bind``
-    Install the patch around a test's setup, call and teardown; on a class, around each of
-    its tests. ``@pytest.mark.mxpatch_bind(force=True)`` forces.
+    Install the patch around a test's setup, call and teardown (importing MXNet first, as
+    the fixtures do); on a class, around each of its tests.
+    ``@pytest.mark.mxpatch_bind(force=True)`` forces; any other argument is a usage error
+    found at collection. In a broken environment, the fixtures and the marker fail their
+    test with one line naming the fix.
 
 Examples
 --------
@@ -42,14 +47,22 @@ The whole suite, patched, with the header saying so::
     mxpatch_bind: active (MXNet 1.9.1, mxpatch_bind 0.1.0, --mxpatch-bind)
 """
 
-import importlib
-import warnings
+import sys
+from typing import TYPE_CHECKING, Generator, Iterator
 
 import pytest
 
 import mxpatch_bind
 
+if TYPE_CHECKING:
+    from .patching import PatchStatus
+
+# Nothing else is imported at the top: this module loads in every pytest run of the
+# environment. The patch machinery (wrapt) and MXNet load only once an option, a fixture
+# or the marker asks for them.
+
 MARKER = "mxpatch_bind"
+MARKER_USAGE = "@pytest.mark.mxpatch_bind or @pytest.mark.mxpatch_bind(force=True)"
 
 # Whether pytest_configure installed the patch (so pytest_unconfigure owes one uninstall).
 _SESSION_INSTALLED = pytest.StashKey[bool]()
@@ -57,7 +70,7 @@ _SESSION_INSTALLED = pytest.StashKey[bool]()
 _ITEM_INSTALLED = pytest.StashKey[bool]()
 
 
-def pytest_addoption(parser):
+def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mxpatch-bind",
                             "mxpatch_bind: per-device shapes for MXNet Module.bind")
     group.addoption("--mxpatch-bind", action="store_true", dest="mxpatch_bind", default=False,
@@ -68,7 +81,7 @@ def pytest_addoption(parser):
                          "applies to --mxpatch-bind, the mxpatch fixtures and the marker.")
 
 
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "%s(force=False): install the mxpatch_bind patch (per-device shapes for "
                    "MXNet Module.bind/reshape) around this test, or each test of this class "
@@ -76,23 +89,27 @@ def pytest_configure(config):
     config.stash[_SESSION_INSTALLED] = False
     if not config.getoption("mxpatch_bind"):
         return
-    # Import MXNet now rather than let install() wait for the import: an unsupported version
-    # then stops the run here, instead of warning at first import and leaving tests unpatched.
+    # Import MXNet now rather than let install() wait for the import: a broken environment or
+    # an unsupported version then stops the run here, as a usage error naming the fix, instead
+    # of leaving tests unpatched.
+    from ._mxnet_env import import_mxnet
     try:
-        _import_mxnet()
+        import_mxnet()
         mxpatch_bind.install(force=_force(config))
     except (ImportError, mxpatch_bind.UnsupportedMXNetError) as error:
         raise pytest.UsageError("--mxpatch-bind: %s" % error) from error
     config.stash[_SESSION_INSTALLED] = True
 
 
-def pytest_unconfigure(config):
+def pytest_unconfigure(config: pytest.Config) -> None:
     if config.stash.get(_SESSION_INSTALLED, False):
         config.stash[_SESSION_INSTALLED] = False
         mxpatch_bind.uninstall()
 
 
-def pytest_report_header(config):
+def pytest_report_header(config: pytest.Config) -> "str | None":
+    if "mxpatch_bind.patching" not in sys.modules:
+        return None  # nothing loaded the patch machinery, so nothing can be installed
     state = mxpatch_bind.status()
     if state.installed:
         how = ["MXNet %s" % state.mxnet_version, "mxpatch_bind %s" % mxpatch_bind.__version__]
@@ -103,11 +120,11 @@ def pytest_report_header(config):
         return "mxpatch_bind: active (%s)" % ", ".join(how)
     if state.pending:
         return "mxpatch_bind: installed, waiting for import mxnet"
-    return "mxpatch_bind: inactive"
+    return None
 
 
 # --------------------------------------------------------------------------- fixtures
-def _mxpatch(request):
+def _mxpatch(request: pytest.FixtureRequest) -> "Iterator[PatchStatus]":
     """The patch, installed for this fixture's scope; yields :func:`mxpatch_bind.status`.
 
     MXNet is imported first, so the status shows the patch applied and the MXNet version.
@@ -134,21 +151,28 @@ mxpatch_session = pytest.fixture(name="mxpatch_session", scope="session")(_mxpat
 
 
 # --------------------------------------------------------------------------- marker
+def pytest_collection_modifyitems(items: "list[pytest.Item]") -> None:
+    # Check every marker at collection, so a typo stops the run before any test does.
+    for item in items:
+        for marker in item.iter_markers(MARKER):
+            _marker_force(marker, item.nodeid)
+
+
 # Setup and teardown hooks rather than an autouse fixture: the patch then spans all of the
 # test's fixtures, whatever order pytest sets them up in.
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item):
-    item.stash[_ITEM_INSTALLED] = False
+def pytest_runtest_setup(item: pytest.Item) -> None:
     marker = item.get_closest_marker(MARKER)
     if marker is None:
         return
-    force = marker.kwargs.get("force", False) or _force(item.config)
+    force = _marker_force(marker, item.nodeid) or _force(item.config)
+    _import_mxnet()
     mxpatch_bind.install(force=force)
     item.stash[_ITEM_INSTALLED] = True
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_teardown(item):
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     # A hookwrapper resumes after the fixtures' teardown even when one of them raised.
     yield
     if item.stash.get(_ITEM_INSTALLED, False):
@@ -156,14 +180,33 @@ def pytest_runtest_teardown(item):
         mxpatch_bind.uninstall()
 
 
-def _import_mxnet():
-    # pytest captures warnings only around collection and tests; MXNet's import-time
-    # DeprecationWarnings (numpy aliases) would otherwise be printed or, under
-    # -W error::DeprecationWarning, abort the run here, where no filterwarnings entry helps.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return importlib.import_module("mxnet")
+def _marker_force(marker: pytest.Mark, where: str) -> bool:
+    """The marker's ``force``, or a usage error naming what else it was given."""
+    problems = []
+    if marker.args:
+        problems.append("positional argument(s) %r" % (marker.args,))
+    unknown = sorted(set(marker.kwargs) - {"force"})
+    if unknown:
+        problems.append("unknown keyword(s) %s" % ", ".join(map(repr, unknown)))
+    force = marker.kwargs.get("force", False)
+    if not isinstance(force, bool):
+        problems.append("force=%r is not True or False" % (force,))
+    if problems:
+        raise pytest.UsageError("@pytest.mark.%s on %s: %s; expected %s"
+                                % (MARKER, where, "; ".join(problems), MARKER_USAGE))
+    return force
 
 
-def _force(config):
+def _import_mxnet() -> None:
+    """Import MXNet; in a broken environment, fail the test with the fix and nothing else."""
+    from ._mxnet_env import MXNetEnvironmentError, import_mxnet
+    try:
+        import_mxnet()
+        return
+    except MXNetEnvironmentError as error:
+        message = "mxpatch_bind: %s" % error
+    pytest.fail(message, pytrace=False)  # outside the except: no chained tracebacks
+
+
+def _force(config: pytest.Config) -> bool:
     return bool(config.getoption("mxpatch_force"))

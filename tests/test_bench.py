@@ -1,17 +1,25 @@
 """The benchmarks and the demo run (at a tiny size): their figures are not checked, their shape is.
 
-``python -m benchmarks --tiny`` (from the checkout) runs every benchmark in a few seconds; the figures
-themselves come from full runs and live in docs/performance.md.
+``python -m benchmarks --tiny`` (from the checkout) runs every benchmark in a few seconds; the
+figures themselves come from full runs and live in docs/performance.md.
 """
 
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
 import benchmarks.__main__ as bench
+from mxpatch_bind import demo
+
+
+def _has(module):
+    return importlib.util.find_spec(module) is not None
+
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_DEMO = ["--epochs", "1", "--samples", "64", "--sizes", "16,32", "--per-device", "2"]
@@ -64,20 +72,56 @@ def test_the_demo_trains_both_ways_and_prints_the_comparison(tmp_path):
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "stock, padded" in completed.stdout and "per-device" in completed.stdout
     assert "speed-up of per-device over stock" in completed.stdout
+    assert "Subgraph backend" not in completed.stdout + completed.stderr
     if plot:
         assert chart.stat().st_size > 0
 
 
 def test_the_demo_fails_when_a_run_does_not_learn():
-    completed = run_module("demo", *TINY_DEMO, "--min-accuracy", "1.01",
-                           "--progress", "speedometer")
+    # Two steps of training: neither run gets every validation image right.
+    completed = run_module("demo", *TINY_DEMO[:2], "--samples", "8", "--sizes", "16,32",
+                           "--per-device", "2", "--min-accuracy", "1", "--progress", "none")
     assert completed.returncode == 1
-    assert "FAILED to learn" in completed.stdout
+    assert "FAILED to learn (validation accuracy below 100%)" in completed.stdout
 
 
-def _has(module):
-    try:
-        __import__(module)
-    except ImportError:
-        return False
-    return True
+def table_rates(stdout):
+    """samples/s per run, as the demo's final table prints them."""
+    rows = [line for line in stdout.splitlines() if line.startswith(("stock, padded ",
+                                                                      "per-device "))]
+    return {row[:16].strip(): row[16:].split()[0] for row in rows}
+
+
+def test_each_runs_last_speedometer_line_gives_the_rate_in_the_table():
+    completed = run_module("demo", *TINY_DEMO, "--epochs", "2", "--min-accuracy", "0",
+                           "--progress", "speedometer")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    last = {}
+    for line in completed.stderr.splitlines():
+        match = re.match(r"(stock, padded|per-device), epoch \d+: ([\d.]+) samples/s so far$",
+                         line)
+        if match:
+            last[match.group(1)] = match.group(2)
+    assert last == table_rates(completed.stdout)
+
+
+def test_each_runs_progress_bar_ends_at_the_rate_in_the_table():  # needs tqdm (test extra)
+    completed = run_module("demo", *TINY_DEMO, "--epochs", "2", "--min-accuracy", "0",
+                           "--progress", "tqdm")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    last = {}
+    for match in re.finditer(r"(stock, padded|per-device) +100%\|[^|]*\| (\d+)/\2 img, "
+                             r"([\d.]+) img/s", completed.stderr):
+        last[match.group(1)] = match.group(3)
+    assert last == table_rates(completed.stdout)
+
+
+def test_the_figure_title_gives_the_speed_up_and_the_settings():
+    args = demo.parse_args(["--devices", "3", "--per-device", "2", "--sizes", "16,48",
+                            "--epochs", "2", "--group-window", "4"])
+    results = [{"samples_per_s": 100.0}, {"samples_per_s": 151.0}]
+    assert demo.figure_title(results, args) == (
+        "per-device shapes: 1.51x the samples/s of stock padding\n"
+        "(3 devices, 2 images each, sizes 16-48 px, 2 epochs, grouping window 4)")
+
+

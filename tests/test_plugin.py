@@ -5,6 +5,7 @@ import os
 import textwrap
 from importlib import metadata
 
+import broken_env
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -84,7 +85,22 @@ def test_without_the_option_nothing_is_installed_and_mxnet_is_not_imported(pytes
     """)
     result = run()
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["mxpatch_bind: inactive"])
+
+
+def test_an_unused_plugin_adds_no_header_line_and_loads_neither_wrapt_nor_the_patch(pytester,
+                                                                                     run):
+    pytester.makepyfile("""
+        import sys
+
+        def test_nothing_loaded():
+            loaded = [name for name in ("mxnet", "wrapt", "numpy", "mxpatch_bind.patching",
+                                        "mxpatch_bind._mxnet_env") if name in sys.modules]
+            assert loaded == []
+            assert "mxpatch_bind.pytest_plugin" in sys.modules
+    """)
+    result = run()
+    result.assert_outcomes(passed=1)
+    result.stdout.no_fnmatch_line("*mxpatch_bind*")
 
 
 def test_the_header_names_the_mxnet_version_when_the_patch_is_active(pytester, run):
@@ -184,6 +200,81 @@ def test_the_marker_on_a_class_patches_each_of_its_tests(pytester, run):
             assert not mxpatch_bind.is_installed()
     """)
     run("--strict-markers").assert_outcomes(passed=3)
+
+
+def test_the_marker_accepts_force_true(pytester, run):
+    pytester.makepyfile("""
+        import pytest
+        import mxpatch_bind
+
+        @pytest.mark.mxpatch_bind(force=True)
+        def test_forced():
+            assert mxpatch_bind.status().refcount == 1
+    """)
+    run("--strict-markers").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("arguments, problem", [
+    ("True", "positional argument(s) (True,)"),
+    ("froce=True", "unknown keyword(s) 'froce'"),
+    ("force='yes'", "force='yes' is not True or False"),
+])
+def test_a_marker_with_other_arguments_is_a_usage_error_at_collection(pytester, run, arguments,
+                                                                      problem):
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.mxpatch_bind(%s)
+        def test_marked():
+            pass
+    """ % arguments)
+    result = run("--co", subprocess=False)  # the error comes before anything is installed
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    error_lines = [line for line in result.stderr.lines if line.startswith("ERROR: ")]
+    assert error_lines == [
+        "ERROR: @pytest.mark.mxpatch_bind on "
+        "test_a_marker_with_other_arguments_is_a_usage_error_at_collection.py::test_marked: "
+        "%s; expected @pytest.mark.mxpatch_bind or @pytest.mark.mxpatch_bind(force=True)"
+        % problem]
+
+
+@pytest.mark.parametrize("kind", broken_env.KINDS)
+def test_a_broken_environment_under_the_option_is_a_usage_error_naming_the_fix(
+        pytester, run, monkeypatch, tmp_path_factory, kind):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([
+        broken_env.path_for(kind, tmp_path_factory.mktemp(kind)), os.environ["PYTHONPATH"]]))
+    pytester.makepyfile("def test_nothing(): pass")
+    result = run("--mxpatch-bind")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output and "Traceback" not in output
+    error_lines = [line for line in result.stderr.lines if line.startswith("ERROR: ")]
+    assert len(error_lines) == 1 and error_lines[0].startswith("ERROR: --mxpatch-bind: ")
+    assert all(words in error_lines[0] for words in broken_env.EXPECTED[kind])
+
+
+@pytest.mark.parametrize("kind", broken_env.KINDS)
+def test_the_fixture_in_a_broken_environment_fails_the_test_with_the_fix(
+        pytester, run, monkeypatch, tmp_path_factory, kind):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([
+        broken_env.path_for(kind, tmp_path_factory.mktemp(kind)), os.environ["PYTHONPATH"]]))
+    pytester.makepyfile("""
+        import pytest
+
+        def test_with_fixture(mxpatch):
+            pass
+
+        @pytest.mark.mxpatch_bind
+        def test_with_marker():
+            pass
+    """)
+    result = run()
+    result.assert_outcomes(errors=2)
+    output = result.stdout.str()
+    assert "Traceback" not in output and "exception" not in output
+    messages = [line for line in result.stdout.lines if line.startswith("mxpatch_bind: ")]
+    assert len(messages) == 2
+    assert all(words in line for words in broken_env.EXPECTED[kind] for line in messages)
 
 
 def test_the_options_have_their_own_group_and_prefix_in_help(pytester, run):
