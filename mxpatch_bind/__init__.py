@@ -21,6 +21,9 @@ __all__ = [
     "bind",
     "reshape",
     "PerDeviceIter",
+    "Input",
+    "DataSpecError",
+    "image_size",
     "PatchError",
     "UnsupportedMXNetError",
     "ShapeSpecError",
@@ -28,7 +31,8 @@ __all__ = [
 ]
 
 # Names whose modules import MXNet: loaded on first access (PEP 562).
-_LAZY = {"bind": "binding", "reshape": "binding", "PerDeviceIter": "io"}
+_LAZY = {"bind": "binding", "reshape": "binding", "PerDeviceIter": "io", "Input": "inputs",
+         "DataSpecError": "inputs", "image_size": "loading"}
 
 
 def __getattr__(name):
