@@ -205,15 +205,17 @@ class PerDeviceIter(mx.io.DataIter):
     ``grouping=False`` keeps arrival order: samples are dealt to devices in
     the epoch's sample order, ``batch_per_device`` at a time.
 
-    **Work-balanced devices** (``balanced=True``): a batch still holds
-    ``batch_size`` samples (grouped by size within the window as above, whole
-    batches at a time), but devices may get different counts: the batch,
-    largest samples first, is cut into ``num_devices`` runs of at least one
-    sample each so that the busiest device's padded pixels are fewest. Few
-    large images share one device's step time with many small ones on
-    another. ``Module.init_optimizer``'s ``rescale_grad = 1/batch_size``
-    already counts all the batch's samples. A short last batch is split the
-    same way, without filler (unless it has fewer samples than devices).
+    **Work-balanced devices** (``balanced=True``): batches hold the samples
+    the grouping above puts together, ``batch_size`` of them, but devices may
+    get different counts (each at least one): the batch is re-split so that
+    its busiest device pads to the fewest pixels, choosing among the equal
+    split and the best cut (by dynamic programming) of the batch ordered
+    largest first, by pixels and by each size axis. A few large images on one
+    device then take about as long as many small ones on another, and a
+    balanced batch never waits for more pixels than the equal split.
+    ``Module.init_optimizer``'s ``rescale_grad = 1/batch_size`` already counts
+    all the batch's samples. A short last batch is split the same way,
+    without filler (unless it has fewer samples than devices).
 
     **Shape rounding** (``pad_to_multiple=m``): every device's planned size is
     rounded up to a multiple of ``m``, so shapes recur and hit the executor

@@ -131,16 +131,20 @@ def _group_by_size(indices, sizes, group_size):
     return min(candidates, key=lambda groups: _padded_pixels(groups, sizes))
 
 
-def _balanced_split(batch, sizes, num_devices, multiple):
-    """Cut one batch, largest samples first, into ``num_devices`` runs of even padded work.
+def _device_work(groups, sizes, multiple):
+    """Busiest device's padded pixels, then all devices' pixels: what a split is judged by."""
+    work = [len(group) * int(np.prod(round_up(sizes[group].max(axis=0), multiple)))
+            for group in groups]
+    return max(work), sum(work)
 
-    The runs are contiguous in descending order of pixels, so each device holds
-    similar sizes; among all such cuts (each run >= 1 sample) this takes the one
-    whose busiest device pads to the fewest pixels, by dynamic programming.
+
+def _best_cut(order, sizes, num_devices, multiple):
+    """Cut ``order`` into ``num_devices`` contiguous runs (each >= 1) whose busiest is least.
+
+    Dynamic programming over the cut points: exact for the given order.
     """
-    order = np.asarray(batch)[np.argsort(-sizes[batch].prod(axis=1), kind="stable")]
     count = len(order)
-    # cost[i][j]: pixels of samples i..j-1 padded to their common (rounded) box.
+    # cost[i, j]: pixels of samples i..j-1 padded to their common (rounded) box.
     cost = np.zeros((count + 1, count + 1), dtype=np.int64)
     for start in range(count):
         box = sizes[order[start]]
@@ -148,7 +152,7 @@ def _balanced_split(batch, sizes, num_devices, multiple):
             box = np.maximum(box, sizes[order[stop - 1]])
             cost[start, stop] = (stop - start) * int(np.prod(round_up(box, multiple)))
     inf = np.iinfo(np.int64).max
-    # best[d][j]: least busiest-device pixels for the first j samples on d devices.
+    # best[d, j]: least busiest-device pixels for the first j samples on d devices.
     best = np.full((num_devices + 1, count + 1), inf, dtype=np.int64)
     cut = np.zeros((num_devices + 1, count + 1), dtype=np.int64)
     best[0, 0] = 0
@@ -168,6 +172,23 @@ def _balanced_split(batch, sizes, num_devices, multiple):
     return groups[::-1]
 
 
+def _balanced_split(groups, sizes, num_devices, multiple):
+    """Re-split one batch's samples across devices so that the busiest device pads least.
+
+    Candidates: the batch's equal-count groups as they are (when it has one per
+    device), and the best contiguous cut of the samples ordered largest first by
+    pixels and by each size axis. Keeping the equal split as a candidate means a
+    balanced batch never waits for more pixels than the equal one.
+    """
+    batch = np.concatenate(groups)
+    keys = [sizes[batch].prod(axis=1)] + [sizes[batch, axis] for axis in range(sizes.shape[1])]
+    candidates = [list(groups)] if len(groups) == num_devices else []
+    for key in keys:
+        order = batch[np.argsort(-key, kind="stable")]
+        candidates.append(_best_cut(order, sizes, num_devices, multiple))
+    return min(candidates, key=lambda split: _device_work(split, sizes, multiple))
+
+
 def _fixed_batch(groups, num_devices, batch_per_device):
     """Fill a batch up to ``num_devices`` full groups with copies of its last real sample.
 
@@ -182,11 +203,12 @@ def _fixed_batch(groups, num_devices, batch_per_device):
     return device_indices, num_devices * batch_per_device - sum(len(g) for g in groups)
 
 
-def _balanced_batch(batch, sizes, num_devices, multiple):
+def _balanced_batch(groups, sizes, num_devices, multiple):
     """Per-device counts that even out the padded work; filler only when samples < devices."""
+    batch = np.concatenate(groups)
     if len(batch) >= num_devices:
-        groups = _balanced_split(batch, sizes, num_devices, multiple)
-        return tuple(np.asarray(group, dtype=np.int64) for group in groups), 0
+        split = _balanced_split(groups, sizes, num_devices, multiple)
+        return tuple(np.asarray(group, dtype=np.int64) for group in split), 0
     # Fewer samples than devices: one each, the last real sample repeated on the others.
     filler = num_devices - len(batch)
     groups = [np.array([index]) for index in batch] + [np.array([batch[-1]])] * filler
@@ -198,14 +220,14 @@ def plan_epoch(order, sizes, *, num_devices, batch_per_device, grouping, group_w
     """Every batch of one epoch, from its sample ``order``; see ``PerDeviceIter`` for the policy."""
     batch_size = num_devices * batch_per_device
     num_samples = len(order)
-    group_size = batch_size if balanced else batch_per_device
     if grouping:
         window = group_window * batch_size
         groups = [group for start in range(0, num_samples, window)
-                  for group in _group_by_size(order[start:start + window], sizes, group_size)]
+                  for group in _group_by_size(order[start:start + window], sizes,
+                                              batch_per_device)]
     else:
-        groups = _chunks(order, group_size)
-    batches = [[group] for group in groups] if balanced else _chunks(groups, num_devices)
+        groups = _chunks(order, batch_per_device)
+    batches = _chunks(groups, num_devices)
     if rng is not None:
         # Grouped windows come out sorted by size; shuffle the batches so that
         # training does not see sizes in order. A short last batch stays last.
@@ -214,7 +236,7 @@ def plan_epoch(order, sizes, *, num_devices, batch_per_device, grouping, group_w
     plans = []
     for batch in batches:
         if balanced:
-            device_indices, pad = _balanced_batch(batch[0], sizes, num_devices, multiple)
+            device_indices, pad = _balanced_batch(batch, sizes, num_devices, multiple)
         else:
             device_indices, pad = _fixed_batch(batch, num_devices, batch_per_device)
         device_sizes = tuple(round_up(sizes[indices].max(axis=0), multiple)

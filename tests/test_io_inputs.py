@@ -183,7 +183,7 @@ def test_a_module_trains_on_several_inputs_per_device(contexts):
 def test_samples_of_a_dtype_mxnet_cannot_hold_are_refused_in_the_constructor(dtype):
     image = np.ones((3, 4, 4)).astype(dtype)
 
-    with pytest.raises(DataSpecError, match=r"sample 0 input 'data' has dtype .*, expected numbers"):
+    with pytest.raises(DataSpecError, match="sample 0 input 'data' has dtype .*, expected numbers"):
         PerDeviceIter([(image,)], num_devices=1, batch_per_device=1, inputs=[IMAGE])
 
 
