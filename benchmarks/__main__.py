@@ -17,6 +17,9 @@ BENCHMARKS = {
     "reshape": "Cost of a shape change: per-device reshape vs shared-module rebind vs bind.",
     "memory": "Resident memory over 1,000 shape changes; oneDNN primitive-cache cap.",
     "lifecycle": "install()+uninstall() and patched() enter+exit.",
+    "decode": "Decoding 400 image files in gluon DataLoader workers: num_workers=2 vs 0.",
+    "balanced": "Variable-size images: work-balanced per-device counts vs grouping, window 8.",
+    "rounding": "Detection-like sizes with and without pad_to_multiple=32: shapes, padding.",
 }
 
 
