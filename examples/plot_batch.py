@@ -2,8 +2,8 @@
 
 Six detection samples of different sizes with their boxes, two devices, ``balanced=True``:
 each column is one device's packed image array and label map. Padding is drawn hatched;
-the box rows of -1 and the map's ignore value 255 are labelled; every panel has one scale. Needs matplotlib (the
-``plot`` extra)::
+the box rows of -1 and the map's ignore value 255 are labelled; every panel has one scale.
+Needs matplotlib (the ``plot`` extra)::
 
     python examples/plot_batch.py docs/_static/data_batch.png
 """
