@@ -148,6 +148,35 @@ def _first_sample(dataset, declared, sizes):
     return fields
 
 
+
+def _read_form(data, label, inputs, label_inputs, sizes, data_name, label_name, dtype, layout):
+    """The samples' source, the declarations, the planned sizes and sample 0's shapes."""
+    if inputs is None:
+        if sizes is not None or label_inputs:
+            raise DataSpecError("sizes and label_inputs go with inputs=: declare the "
+                                "sample's inputs, got inputs=None")
+        declared, samples = _single_input_form(data, label, data_name, label_name, dtype,
+                                               layout)
+        planned = np.array([sample[0].shape[1:] for sample in samples], dtype=np.int64)
+        return samples, declared, planned, [a.shape for a in samples[0]]
+    if label is not None:
+        raise DataSpecError("label is for the single-input form; with inputs=, samples "
+                            "carry their labels: declare label_inputs, got label={!r}"
+                            .format(type(label).__name__))
+    declared = _inputs.check_inputs(inputs, label_inputs)
+    if not (hasattr(data, "__len__") and hasattr(data, "__getitem__")):
+        raise DataSpecError("data must be a sequence or dataset (__len__, __getitem__), "
+                            "got {!r}".format(type(data).__name__))
+    if len(data) == 0:
+        raise DataSpecError("data is empty: expected at least one sample")
+    if sizes is None:
+        samples, planned = _checked_samples(data, declared)
+        return samples, declared, planned, [a.shape for a in samples[0]]
+    num_axes = len(next(one for one in declared if one.size_axes).size_axes)
+    planned = _checked_sizes(sizes, len(data), num_axes)
+    return data, declared, planned, [a.shape for a in _first_sample(data, declared, planned)]
+
+
 class PerDeviceIter(mx.io.DataIter):
     """Iterate over variable-size samples, each device padded only to its own largest sample.
 
@@ -369,7 +398,7 @@ class PerDeviceIter(mx.io.DataIter):
         num_workers = _check_int("num_workers", num_workers, minimum=0)
         if prefetch is not None:
             prefetch = _check_int("prefetch", prefetch, minimum=0)
-        source, self._declared, self._sizes = self._read_form(
+        source, self._declared, self._sizes, reference_shapes = _read_form(
             data, label, inputs, label_inputs, sizes, data_name, label_name, dtype, layout)
         self._num_data = len(inputs) if inputs is not None else 1
         self._shuffle = bool(shuffle)
@@ -378,41 +407,10 @@ class PerDeviceIter(mx.io.DataIter):
         self.data_name = data_name
         self.label_name = label_name
         self._loader, self._sampler = _loading.make_loader(
-            source, self._declared, self._reference_shapes, self._num_devices, num_workers,
+            source, self._declared, reference_shapes, self._num_devices, num_workers,
             prefetch)
         super().__init__(batch_size=self._num_devices * self._batch_per_device)
         self._start_epoch(0)
-
-    def _read_form(self, data, label, inputs, label_inputs, sizes, data_name, label_name,
-                   dtype, layout):
-        """The samples' source, the declarations and the planned sizes, all checked."""
-        if inputs is None:
-            if sizes is not None or label_inputs:
-                raise DataSpecError("sizes and label_inputs go with inputs=: declare the "
-                                    "sample's inputs, got inputs=None")
-            declared, samples = _single_input_form(data, label, data_name, label_name, dtype,
-                                                   layout)
-            self._reference_shapes = [a.shape for a in samples[0]]
-            return samples, declared, np.array([s[0].shape[1:] for s in samples],
-                                               dtype=np.int64)
-        if label is not None:
-            raise DataSpecError("label is for the single-input form; with inputs=, samples "
-                                "carry their labels: declare label_inputs, got label={!r}"
-                                .format(type(label).__name__))
-        declared = _inputs.check_inputs(inputs, label_inputs)
-        if not (hasattr(data, "__len__") and hasattr(data, "__getitem__")):
-            raise DataSpecError("data must be a sequence or dataset (__len__, __getitem__), "
-                                "got {!r}".format(type(data).__name__))
-        if len(data) == 0:
-            raise DataSpecError("data is empty: expected at least one sample")
-        if sizes is None:
-            samples, planned = _checked_samples(data, declared)
-            self._reference_shapes = [a.shape for a in samples[0]]
-            return samples, declared, planned
-        num_axes = len(next(one for one in declared if one.size_axes).size_axes)
-        planned = _checked_sizes(sizes, len(data), num_axes)
-        self._reference_shapes = [a.shape for a in _first_sample(data, declared, planned)]
-        return data, declared, planned
 
     @property
     def num_devices(self):
