@@ -13,8 +13,8 @@ import numpy as np
 
 from .errors import PatchError
 
-__all__ = ["Input", "DataSpecError", "check_inputs", "as_fields", "check_fields",
-           "sample_size", "pack_device", "MXNET_DTYPES"]
+__all__ = ["Input", "DataSpecError", "check_dtype", "check_inputs", "as_array", "as_fields",
+           "check_fields", "sample_size", "pack_device", "MXNET_DTYPES"]
 
 # The dtypes an MXNet 1.x NDArray holds (mx.nd.array raises KeyError on any other:
 # complex, strings, bytes, objects).
@@ -106,13 +106,7 @@ class Input:
         if isinstance(pad_value, bool) or not isinstance(pad_value, numbers.Real):
             raise DataSpecError("input {!r}: pad_value must be a number, got {!r}"
                                 .format(name, pad_value))
-        try:
-            np_dtype = np.dtype(dtype)
-        except TypeError:
-            np_dtype = None
-        if np_dtype not in MXNET_DTYPES:
-            raise DataSpecError("input {!r}: dtype must be one MXNet holds ({}), got {!r}".format(
-                name, ", ".join(str(d) for d in MXNET_DTYPES), dtype))
+        np_dtype = check_dtype(dtype, "input {!r}: ".format(name))
         self.name = name
         self.size_axes: Tuple[int, ...] = size_axes
         self.variable_axes: Tuple[int, ...] = variable_axes
@@ -128,6 +122,18 @@ class Input:
     def min_rank(self):
         """The least sample rank the declared axes fit in."""
         return max(self.size_axes + self.variable_axes, default=-1) + 1
+
+
+def check_dtype(dtype, where=""):
+    """``dtype`` as a numpy dtype when MXNet holds it, else a DataSpecError."""
+    try:
+        np_dtype = np.dtype(dtype)
+    except TypeError:
+        np_dtype = None
+    if np_dtype not in MXNET_DTYPES:
+        raise DataSpecError("{}dtype must be one MXNet holds ({}), got {!r}".format(
+            where, ", ".join(str(d) for d in MXNET_DTYPES), dtype))
+    return np_dtype
 
 
 def check_inputs(data_inputs, label_inputs):
@@ -154,7 +160,7 @@ def check_inputs(data_inputs, label_inputs):
     return declared
 
 
-def _as_array(value, where):
+def as_array(value, where):
     """One input of one sample as a numpy array of a dtype MXNet can take."""
     if hasattr(value, "stype") and hasattr(value, "asnumpy"):
         # An MXNet NDArray (what mx.image.imdecode returns): dense ones are copied out,
@@ -187,7 +193,7 @@ def as_fields(sample, declared, index):
     else:
         raise DataSpecError("sample {} is a {}, expected a tuple or dict of arrays for the "
                             "inputs {!r}".format(index, type(sample).__name__, names))
-    return tuple(_as_array(value, "sample {} input {!r}".format(index, one.name))
+    return tuple(as_array(value, "sample {} input {!r}".format(index, one.name))
                  for value, one in zip(values, declared))
 
 

@@ -42,20 +42,9 @@ def _check_int(name, value, minimum=1):
     return int(value)
 
 
-def _check_dtype(dtype):
-    try:
-        np_dtype = np.dtype(dtype)
-    except TypeError:
-        np_dtype = None
-    if np_dtype not in _inputs.MXNET_DTYPES:
-        raise DataSpecError("dtype must be one MXNet holds ({}), got {!r}".format(
-            ", ".join(str(d) for d in _inputs.MXNET_DTYPES), dtype))
-    return np_dtype
-
-
 def _check_samples(data, layout):
     """The single-input form's samples as arrays, checked against the layout."""
-    samples = [_inputs._as_array(sample, "sample {}".format(i)) for i, sample in enumerate(data)]
+    samples = [_inputs.as_array(sample, "sample {}".format(i)) for i, sample in enumerate(data)]
     if not samples:
         raise DataSpecError("data is empty: expected at least one sample")
     rank = len(layout) - 1
@@ -75,7 +64,7 @@ def _check_labels(label, num_samples):
     """The single-input form's labels as arrays of one common shape, or None."""
     if label is None:
         return None
-    labels = [_inputs._as_array(one, "label {}".format(i)) for i, one in enumerate(label)]
+    labels = [_inputs.as_array(one, "label {}".format(i)) for i, one in enumerate(label)]
     if len(labels) != num_samples:
         raise DataSpecError("label has {} entries, expected {} (one per sample in data)".format(
             len(labels), num_samples))
@@ -90,7 +79,7 @@ def _single_input_form(data, label, data_name, label_name, dtype, layout):
     """Declarations and samples of the single-input form: one image input, one fixed label."""
     if layout not in _LAYOUTS:
         raise DataSpecError("layout must be one of {}, got {!r}".format(_LAYOUTS, layout))
-    dtype = _check_dtype(dtype)
+    dtype = _inputs.check_dtype(dtype)
     samples = _check_samples(data, layout)
     labels = _check_labels(label, len(samples))
     declared = (Input(data_name, size_axes=tuple(range(1, len(layout) - 1)), dtype=dtype,
