@@ -303,7 +303,9 @@ class PerDeviceIter(mx.io.DataIter):
         omitted, every sample is read and checked in the constructor.
     num_workers : int, optional
         Worker processes of the DataLoader that reads and packs batches
-        (default 0: the calling thread).
+        (default 0: the calling thread). With workers, the batch arrays are
+        in shared CPU memory (``Context('cpu_shared', 0)``), as gluon
+        DataLoader's are; without, on ``mx.cpu()``.
     prefetch : int, optional
         Batches the workers prepare ahead (default ``2 * num_workers``).
     balanced : bool, optional
@@ -593,8 +595,9 @@ class PerDeviceIter(mx.io.DataIter):
         return self._pending
 
     def _build_batch(self, plan, packed):
-        """Copy the loader's per-device numpy arrays once into NDArrays, with their descs."""
-        arrays = [[mx.nd.array(array, ctx=mx.cpu(), dtype=array.dtype) for array in device]
+        """The loader's per-device arrays as NDArrays (numpy ones copied once), with descs."""
+        arrays = [[array if isinstance(array, mx.nd.NDArray)
+                   else mx.nd.array(array, ctx=mx.cpu(), dtype=array.dtype) for array in device]
                   for device in packed]
         descs = [[mx.io.DataDesc(one.name, array.shape, dtype=one.dtype,
                                  layout=one.layout or "NCHW")

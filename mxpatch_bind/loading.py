@@ -63,11 +63,17 @@ class KeyedDataset:
 
 
 class PerDevicePacker:
-    """The DataLoader's batchify function: one padded numpy array per device and input."""
+    """The DataLoader's batchify function: one padded array per device and input.
 
-    def __init__(self, declared, num_devices):
+    In worker processes (``in_shared_memory``) the arrays become NDArrays in shared
+    CPU memory, as gluon's own multiprocess batchify makes them, so that they reach
+    the main process as file descriptors instead of being pickled through a pipe.
+    """
+
+    def __init__(self, declared, num_devices, in_shared_memory=False):
         self._declared = declared
         self._num_devices = num_devices
+        self._in_shared_memory = in_shared_memory
 
     def __call__(self, keyed_samples):
         per_device = [[] for _ in range(self._num_devices)]
@@ -78,6 +84,11 @@ class PerDevicePacker:
             slots = [slot for slot, _ in samples]
             packed.append(_inputs.pack_device([fields for _, fields in samples], self._declared,
                                               slots[0].size, [slot.sample for slot in slots]))
+        if self._in_shared_memory:
+            import mxnet as mx
+            shared = mx.Context("cpu_shared", 0)
+            packed = [[mx.nd.array(array, ctx=shared, dtype=array.dtype) for array in device]
+                      for device in packed]
         return packed
 
 
@@ -88,7 +99,8 @@ def make_loader(dataset, declared, reference_shapes, num_devices, num_workers, p
     sampler = PlannedSampler()
     loader = mx.gluon.data.DataLoader(
         KeyedDataset(dataset, declared, reference_shapes), batch_sampler=sampler,
-        batchify_fn=PerDevicePacker(declared, num_devices), num_workers=num_workers,
+        batchify_fn=PerDevicePacker(declared, num_devices, in_shared_memory=num_workers > 0),
+        num_workers=num_workers,
         prefetch=prefetch)
     return loader, sampler
 
