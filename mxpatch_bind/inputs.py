@@ -245,7 +245,9 @@ def pack_device(samples, declared, size, indices=None):
             shape[axis] = max(array.shape[axis] for array in arrays)
         for axis, extent in zip(one.size_axes, size):
             shape[axis] = extent
-        out = np.full([len(arrays)] + shape, one.pad_value, dtype=one.dtype)
+        # np.zeros gets pages the kernel has zeroed already: cheaper than filling.
+        out = (np.zeros([len(arrays)] + shape, dtype=one.dtype) if one.pad_value == 0
+               else np.full([len(arrays)] + shape, one.pad_value, dtype=one.dtype))
         for row, (array, index) in enumerate(zip(arrays, indices)):
             if any(array.shape[axis] > extent for axis, extent in zip(one.size_axes, size)):
                 raise DataSpecError("sample {} input {!r} has shape {}, larger than its planned "
