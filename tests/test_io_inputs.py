@@ -1,5 +1,8 @@
 """PerDeviceIter with several named inputs: images, label maps, box lists, fixed inputs, errors."""
 
+import doctest
+import importlib
+
 import mxnet as mx
 import numpy as np
 import pytest
@@ -275,3 +278,8 @@ def test_bad_input_declarations_raise_data_spec_errors(kwargs, message):
 def test_data_spec_error_is_a_value_error_of_this_package():
     assert issubclass(DataSpecError, ValueError)
     assert issubclass(DataSpecError, mxpatch_bind.PatchError)
+
+
+@pytest.mark.parametrize("module", ["inputs", "planning", "loading"])
+def test_docstring_examples_of_the_data_modules_run(module):
+    assert doctest.testmod(importlib.import_module("mxpatch_bind." + module)).failed == 0
