@@ -283,3 +283,9 @@ def test_data_spec_error_is_a_value_error_of_this_package():
 @pytest.mark.parametrize("module", ["inputs", "planning", "loading"])
 def test_docstring_examples_of_the_data_modules_run(module):
     assert doctest.testmod(importlib.import_module("mxpatch_bind." + module)).failed == 0
+
+
+@pytest.mark.parametrize("changes", [dict(sizes=[[4, 4]]), dict(label_inputs=[BOXES])])
+def test_lazy_and_label_options_without_inputs_are_refused(changes):
+    with pytest.raises(DataSpecError, match="sizes and label_inputs go with inputs="):
+        PerDeviceIter([np.ones((3, 4, 4))], num_devices=1, batch_per_device=1, **changes)
