@@ -20,6 +20,9 @@ BENCHMARKS = {
     "memory": "Resident memory over 1,000 shape changes; oneDNN primitive-cache cap.",
     "lifecycle": "install()+uninstall() and patched() enter+exit.",
     "plugin_cost": "pytest --co of a trivial project: the plugin loaded vs -p no:mxpatch_bind.",
+    "decode": "Decoding 400 image files in gluon DataLoader workers: num_workers=2 vs 0.",
+    "balanced": "Variable-size images: work-balanced per-device counts vs grouping, window 8.",
+    "rounding": "Detection-like sizes with and without pad_to_multiple=32: shapes, padding.",
 }
 
 

@@ -13,7 +13,9 @@ from .version import __version__
 
 if TYPE_CHECKING:
     from .binding import bind, reshape
+    from .inputs import DataSpecError, Input
     from .io import PerDeviceIter
+    from .loading import image_size
     from .patching import PatchStatus, install, is_installed, patched, status, uninstall
 
 __all__ = [
@@ -26,16 +28,20 @@ __all__ = [
     "bind",
     "reshape",
     "PerDeviceIter",
+    "Input",
+    "DataSpecError",
+    "image_size",
     "PatchError",
     "UnsupportedMXNetError",
     "ShapeSpecError",
     "__version__",
 ]
 
-# Loaded on first access (PEP 562): binding and io import MXNet, and patching imports wrapt
-# (which imports asyncio): the pytest plugin, imported by every pytest run in the
-# environment, and ``python -m mxpatch_bind --help`` must not pay for them.
-_LAZY = {"bind": "binding", "reshape": "binding", "PerDeviceIter": "io",
+# Loaded on first access (PEP 562): binding, io, inputs and loading import MXNet or numpy, and
+# patching imports wrapt (which imports asyncio): the pytest plugin, imported by every pytest
+# run in the environment, and ``python -m mxpatch_bind --help`` must not pay for them.
+_LAZY = {"bind": "binding", "reshape": "binding", "PerDeviceIter": "io", "Input": "inputs",
+         "DataSpecError": "inputs", "image_size": "loading",
          **dict.fromkeys(["install", "uninstall", "patched", "is_installed", "status",
                           "PatchStatus"], "patching")}
 

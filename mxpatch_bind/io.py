@@ -1,72 +1,23 @@
 """Per-device batches of variable-size samples (private; use ``mxpatch_bind.PerDeviceIter``)."""
 
 import numbers
-from typing import NamedTuple, Tuple
 
 import mxnet as mx
 import numpy as np
 
-__all__ = ["PerDeviceIter", "PaddingStats"]
+from . import inputs as _inputs
+from . import loading as _loading
+from . import planning as _planning
+from .inputs import DataSpecError, Input
+from .planning import PaddingStats
+
+__all__ = ["PerDeviceIter", "PaddingStats", "Input", "DataSpecError"]
 
 # Channels-first layouts only: samples are padded at the end of every axis after C.
 _LAYOUTS = ("NCW", "NCHW", "NCDHW")
 # Batches grouped together by default when shuffling: random at the scale of 8 batches, and
 # in `bench variable` 1.26x the steps/s of arrival order (window 1: within noise on 2 cores).
 SHUFFLED_GROUP_WINDOW = 8
-
-
-class PaddingStats(NamedTuple):
-    """Pixel counts of one epoch's batches, as returned by :meth:`PerDeviceIter.padding_stats`.
-
-    A pixel is one spatial position of one sample (channels are not
-    counted: every sample has the same number of them).
-
-    Attributes
-    ----------
-    real_pixels : int
-        Pixels of the dataset's samples, each counted once.
-    padding_pixels : int
-        Zeros added so that every sample on a device fills that device's shape.
-    filler_pixels : int
-        Pixels of the filler samples that complete the last batch.
-    device_pixels : tuple of int
-        Per device, the pixels of all its padded arrays in the epoch: the work
-        each device does.
-    step_pixels : int
-        Sum over batches of the busiest device's pixels: what synchronous
-        steps wait for when the devices run in parallel.
-
-    Examples
-    --------
-    >>> stats = PaddingStats(real_pixels=60, padding_pixels=20, filler_pixels=0,
-    ...                      device_pixels=(40, 40), step_pixels=40)
-    >>> stats.total_pixels, stats.padding_fraction
-    (80, 0.25)
-    """
-
-    real_pixels: int
-    padding_pixels: int
-    filler_pixels: int
-    device_pixels: Tuple[int, ...]
-    step_pixels: int
-
-    @property
-    def total_pixels(self):
-        """All pixels the devices process: real, padding and filler."""
-        return sum(self.device_pixels)
-
-    @property
-    def padding_fraction(self):
-        """Share of :attr:`total_pixels` that is padding."""
-        return self.padding_pixels / self.total_pixels
-
-
-class _BatchPlan(NamedTuple):
-    """Which samples go to which device in one batch, decided at reset()."""
-
-    device_indices: Tuple[np.ndarray, ...]
-    device_spatial_shapes: Tuple[Tuple[int, ...], ...]
-    pad: int
 
 
 class _PerDeviceBatch(mx.io.DataBatch):
@@ -84,100 +35,135 @@ class _PerDeviceBatch(mx.io.DataBatch):
 
 
 def _check_int(name, value, minimum=1):
-    """Return ``value`` when it is an integer >= ``minimum``, else raise ValueError naming it."""
+    """Return ``value`` when it is an integer >= ``minimum``, else raise DataSpecError naming it."""
     # bool is an Integral, but True devices is a mistake, not a count.
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError("{} must be an integer >= {}, got {!r}".format(name, minimum, value))
+        raise DataSpecError("{} must be an integer >= {}, got {!r}".format(name, minimum, value))
     return int(value)
 
 
 def _check_samples(data, layout):
-    """Return the samples as arrays and their spatial sizes, an (n, axes) int array."""
-    samples = [np.asarray(sample) for sample in data]
+    """The single-input form's samples as arrays, checked against the layout."""
+    samples = [_inputs.as_array(sample, "sample {}".format(i)) for i, sample in enumerate(data)]
     if not samples:
-        raise ValueError("data is empty: expected at least one sample")
+        raise DataSpecError("data is empty: expected at least one sample")
     rank = len(layout) - 1
     for i, sample in enumerate(samples):
         if sample.ndim != rank:
-            raise ValueError("sample {} has shape {}, expected rank {} ({}) for layout {!r}"
-                             .format(i, sample.shape, rank, ", ".join(layout[1:]), layout))
-        if not (np.issubdtype(sample.dtype, np.number) or sample.dtype == np.bool_):
-            raise ValueError("sample {} has dtype {}, expected numbers".format(i, sample.dtype))
+            raise DataSpecError("sample {} has shape {}, expected rank {} ({}) for layout {!r}"
+                                .format(i, sample.shape, rank, ", ".join(layout[1:]), layout))
         if sample.shape[0] != samples[0].shape[0]:
-            raise ValueError("sample {} has {} channels, expected {} like sample 0".format(
+            raise DataSpecError("sample {} has {} channels, expected {} like sample 0".format(
                 i, sample.shape[0], samples[0].shape[0]))
         if 0 in sample.shape:
-            raise ValueError("sample {} has an empty axis: shape {}".format(i, sample.shape))
-    return samples, np.array([sample.shape[1:] for sample in samples], dtype=np.int64)
+            raise DataSpecError("sample {} has an empty axis: shape {}".format(i, sample.shape))
+    return samples
 
 
-def _check_labels(label, num_samples, dtype):
-    """Return the labels stacked into one (n, ...) array, or None."""
+def _check_labels(label, num_samples):
+    """The single-input form's labels as arrays of one common shape, or None."""
     if label is None:
         return None
-    labels = [np.asarray(one) for one in label]
+    labels = [_inputs.as_array(one, "label {}".format(i)) for i, one in enumerate(label)]
     if len(labels) != num_samples:
-        raise ValueError("label has {} entries, expected {} (one per sample in data)".format(
+        raise DataSpecError("label has {} entries, expected {} (one per sample in data)".format(
             len(labels), num_samples))
     for i, one in enumerate(labels):
         if one.shape != labels[0].shape:
-            raise ValueError("label {} has shape {}, expected {} like label 0".format(
+            raise DataSpecError("label {} has shape {}, expected {} like label 0".format(
                 i, one.shape, labels[0].shape))
-        if not (np.issubdtype(one.dtype, np.number) or one.dtype == np.bool_):
-            raise ValueError("label {} has dtype {}, expected numbers".format(i, one.dtype))
-    return np.stack(labels).astype(dtype, copy=False)
+    return labels
 
 
-def _chunks(items, size):
-    """Consecutive runs of ``size`` items; the last may be shorter."""
-    return [items[start:start + size] for start in range(0, len(items), size)]
+def _single_input_form(data, label, data_name, label_name, dtype, layout):
+    """Declarations and samples of the single-input form: one image input, one fixed label."""
+    if layout not in _LAYOUTS:
+        raise DataSpecError("layout must be one of {}, got {!r}".format(_LAYOUTS, layout))
+    dtype = _inputs.check_dtype(dtype)
+    samples = _check_samples(data, layout)
+    labels = _check_labels(label, len(samples))
+    declared = (Input(data_name, size_axes=tuple(range(1, len(layout) - 1)), dtype=dtype,
+                      layout=layout),)
+    if labels is None:
+        return declared, [(sample,) for sample in samples]
+    return declared + (Input(label_name, dtype=dtype),), list(zip(samples, labels))
 
 
-def _padded_pixels(groups, sizes):
-    """Pixels of the groups once each is padded to its own largest extent."""
-    return sum(len(group) * int(np.prod(sizes[group].max(axis=0))) for group in groups)
+def _checked_samples(data, declared):
+    """Every sample of an in-memory sequence, converted and checked: ``(fields, sizes)``."""
+    samples = []
+    for index in range(len(data)):
+        fields = _inputs.as_fields(data[index], declared, index)
+        _inputs.check_fields(fields, declared, index,
+                             [a.shape for a in samples[0]] if samples else None)
+        samples.append(fields)
+    sizes = [_inputs.sample_size(fields, declared, index) for index, fields in enumerate(samples)]
+    return samples, np.array(sizes, dtype=np.int64)
 
 
-def _sorted_groups(indices, sizes, primary_axis, group_size):
-    """Sort by one spatial axis (ties by the others) and cut into runs of ``group_size``."""
-    others = [sizes[indices, axis] for axis in range(sizes.shape[1]) if axis != primary_axis]
-    # np.lexsort sorts by its last key first; it is stable, so ties keep arrival order.
-    order = indices[np.lexsort(others[::-1] + [sizes[indices, primary_axis]])]
-    return _chunks(order, group_size)
+def _checked_sizes(sizes, num_samples, num_axes):
+    """Planned sizes from an ``(n, axes)`` array or a ``size_of(i)`` callable, checked."""
+    if callable(sizes):
+        size_of = sizes
+        rows = []
+        for index in range(num_samples):
+            size = size_of(index)
+            if (not isinstance(size, (tuple, list, np.ndarray)) or len(size) != num_axes
+                    or not all(isinstance(e, numbers.Integral) and not isinstance(e, bool)
+                               and e >= 1 for e in size)):
+                raise DataSpecError("size_of({}) returned {!r}, expected a tuple of {} integers "
+                                    ">= 1 (the sample's extents on its size axes)".format(
+                                        index, size, num_axes))
+            rows.append(tuple(int(e) for e in size))
+        return np.array(rows, dtype=np.int64).reshape(num_samples, num_axes)
+    array = np.asarray(sizes)
+    if (array.shape != (num_samples, num_axes) or array.dtype.kind not in "iu"
+            or (array.size and array.min() < 1)):
+        raise DataSpecError("sizes must be integers >= 1 of shape {} (one row of size-axis "
+                            "extents per sample), got {} of dtype {} and shape {}".format(
+                                (num_samples, num_axes), type(sizes).__name__, array.dtype,
+                                array.shape))
+    return array.astype(np.int64)
 
 
-def _best_fit_groups(indices, sizes, group_size):
-    """Seed each group with the largest sample left, then add those that grow its box least."""
-    remaining = np.asarray(indices)
-    groups = []
-    while len(remaining):
-        areas = sizes[remaining].prod(axis=1)
-        seed = int(np.argmax(areas))
-        box = sizes[remaining[seed]]
-        group = [remaining[seed]]
-        remaining = np.delete(remaining, seed)
-        while len(group) < group_size and len(remaining):
-            candidates = sizes[remaining]
-            grown = np.maximum(box, candidates).prod(axis=1)
-            # Among equally cheap samples take the largest: the small ones still fit later groups.
-            pick = int(np.lexsort((-candidates.prod(axis=1), grown))[0])
-            box = np.maximum(box, candidates[pick])
-            group.append(remaining[pick])
-            remaining = np.delete(remaining, pick)
-        groups.append(np.array(group))
-    return groups
+def _first_sample(dataset, declared, sizes):
+    """Sample 0 of a lazy dataset, read once so that bad declarations fail in the constructor."""
+    fields = _inputs.as_fields(dataset[0], declared, 0)
+    _inputs.check_fields(fields, declared, 0)
+    size = _inputs.sample_size(fields, declared, 0)
+    if size != tuple(sizes[0]):
+        raise DataSpecError("the sizes given say sample 0 is {}, but it has size {} on its size "
+                            "axes".format(tuple(int(e) for e in sizes[0]), size))
+    return fields
 
 
-def _group_by_size(indices, sizes, group_size):
-    """Split ``indices`` into device groups, keeping whichever candidate split pads least.
 
-    Sorting along one axis is best for small windows, best-fit for large
-    ones (measured on random sizes); trying both costs little.
-    """
-    candidates = [_sorted_groups(indices, sizes, axis, group_size)
-                  for axis in range(sizes.shape[1])]
-    candidates.append(_best_fit_groups(indices, sizes, group_size))
-    return min(candidates, key=lambda groups: _padded_pixels(groups, sizes))
+def _read_form(data, label, inputs, label_inputs, sizes, data_name, label_name, dtype, layout):
+    """The samples' source, the declarations, the planned sizes and sample 0's shapes."""
+    if inputs is None:
+        if sizes is not None or label_inputs:
+            raise DataSpecError("sizes and label_inputs go with inputs=: declare the "
+                                "sample's inputs, got inputs=None")
+        declared, samples = _single_input_form(data, label, data_name, label_name, dtype,
+                                               layout)
+        planned = np.array([sample[0].shape[1:] for sample in samples], dtype=np.int64)
+        return samples, declared, planned, [a.shape for a in samples[0]]
+    if label is not None:
+        raise DataSpecError("label is for the single-input form; with inputs=, samples "
+                            "carry their labels: declare label_inputs, got label={!r}"
+                            .format(type(label).__name__))
+    declared = _inputs.check_inputs(inputs, label_inputs)
+    if not (hasattr(data, "__len__") and hasattr(data, "__getitem__")):
+        raise DataSpecError("data must be a sequence or dataset (__len__, __getitem__), "
+                            "got {!r}".format(type(data).__name__))
+    if len(data) == 0:
+        raise DataSpecError("data is empty: expected at least one sample")
+    if sizes is None:
+        samples, planned = _checked_samples(data, declared)
+        return samples, declared, planned, [a.shape for a in samples[0]]
+    num_axes = len(next(one for one in declared if one.size_axes).size_axes)
+    planned = _checked_sizes(sizes, len(data), num_axes)
+    return data, declared, planned, [a.shape for a in _first_sample(data, declared, planned)]
 
 
 class PerDeviceIter(mx.io.DataIter):
@@ -192,6 +178,25 @@ class PerDeviceIter(mx.io.DataIter):
 
         provide_data = [[DataDesc('data', (b, C, H0, W0))], [DataDesc('data', (b, C, H1, W1))]]
         batch.data   = [[NDArray of device 0], [NDArray of device 1]]
+
+    **Several named inputs** (``inputs=``, ``label_inputs=``): a sample is
+    then a tuple (data inputs, then label inputs, in declaration order) or a
+    dict by name of arrays, and each :class:`Input` says which of its axes
+    hold the sample's size (padded to the device's planned size), which other
+    axes vary (padded to the device's largest) and its pad value: images 0,
+    segmentation maps an ignore label, box lists rows of -1. Inputs with
+    neither (``im_info``) pass through. Every input appears in every device's
+    ``provide_data`` / ``provide_label``. See ``docs/data.rst``.
+
+    **Lazy loading** (a dataset plus ``sizes``): ``data`` may be any object
+    with ``__len__`` and ``__getitem__`` (an ``mx.gluon.data.Dataset``
+    included) and ``sizes`` the samples' sizes (an ``(n, axes)`` array, or a
+    cheap ``size_of(i)`` such as :func:`mxpatch_bind.image_size` on the
+    file's header), so that an epoch is planned without decoding anything.
+    Samples are then read, decoded, transformed and packed per device by
+    MXNet's own ``gluon.data.DataLoader``, in ``num_workers`` worker
+    processes, ``prefetch`` batches ahead; batches come out in exactly the
+    planned order, equal to those of the same samples held in memory.
 
     **Grouping policy** (``grouping=True``): the epoch's sample order (the
     dataset order, or a seeded permutation when ``shuffle``) is cut into
@@ -218,6 +223,23 @@ class PerDeviceIter(mx.io.DataIter):
     ``grouping=False`` keeps arrival order: samples are dealt to devices in
     the epoch's sample order, ``batch_per_device`` at a time.
 
+    **Work-balanced devices** (``balanced=True``): batches hold the samples
+    the grouping above puts together, ``batch_size`` of them, but devices may
+    get different counts (each at least one): the batch is re-split so that
+    its busiest device pads to the fewest pixels, choosing among the equal
+    split and the best cut (by dynamic programming) of the batch ordered
+    largest first, by pixels and by each size axis. A few large images on one
+    device then take about as long as many small ones on another, and a
+    balanced batch never waits for more pixels than the equal split.
+    ``Module.init_optimizer``'s ``rescale_grad = 1/batch_size`` already counts
+    all the batch's samples. A short last batch is split the same way,
+    without filler (unless it has fewer samples than devices).
+
+    **Shape rounding** (``pad_to_multiple=m``): every device's planned size is
+    rounded up to a multiple of ``m``, so shapes recur and hit the executor
+    cache; :meth:`padding_stats` counts the pixels it adds
+    (``rounding_pixels``) and the distinct shapes left (``distinct_shapes``).
+
     **Order of predictions**: ``Module.predict()`` returns rows in the flat
     order of the batches (device 0's samples, then device 1's, batch after
     batch). :attr:`sample_order` gives the dataset index of each such row and
@@ -235,16 +257,20 @@ class PerDeviceIter(mx.io.DataIter):
 
     Parameters
     ----------
-    data : sequence of numpy.ndarray
-        The samples, channels first: ``(C, H, W)`` for layout ``'NCHW'``.
-        Spatial sizes may differ; rank and channel count may not.
+    data : sequence of numpy.ndarray, or a dataset
+        The single-input form: the samples, channels first (``(C, H, W)`` for
+        layout ``'NCHW'``); spatial sizes may differ, rank and channel count
+        may not. With ``inputs``: a sequence or dataset of samples, each a
+        tuple or dict of arrays (numpy, anything ``numpy.asarray`` takes, or
+        dense MXNet NDArrays, which are copied out).
     label : sequence, optional
-        One label per sample: a number, or arrays of one common shape.
-        ``None`` (default) gives batches without labels.
+        The single-input form: one label per sample, a number or arrays of
+        one common shape. ``None`` (default) gives batches without labels.
     num_devices : int
         Number of devices each batch is split across (keyword only).
     batch_per_device : int
-        Samples each device gets in every batch (keyword only).
+        Samples each device gets in every batch (keyword only); with
+        ``balanced``, the batch holds ``num_devices * batch_per_device``.
     shuffle : bool, optional
         Permute the samples every epoch (default False).
     seed : int, optional
@@ -257,14 +283,35 @@ class PerDeviceIter(mx.io.DataIter):
     group_window : int, optional
         Number of batches whose samples are grouped together. Default: 8 with
         ``shuffle``, else 1. Ignored when ``grouping`` is False.
-    data_name : str, optional
-        Name of the data input (default ``'data'``).
-    label_name : str, optional
-        Name of the label input (default ``'softmax_label'``).
+    data_name, label_name : str, optional
+        The single-input form's input names (default ``'data'``,
+        ``'softmax_label'``).
     dtype : str or numpy.dtype, optional
-        Type of the data and label arrays (default ``'float32'``).
+        The single-input form's array type (default ``'float32'``).
     layout : {'NCHW', 'NCW', 'NCDHW'}, optional
-        Layout of the batch arrays; samples have the layout without ``N``.
+        The single-input form's layout; samples have the layout without ``N``.
+    inputs : list of Input, optional
+        The data inputs of each sample (keyword only); selects the
+        several-inputs form, where ``label``, ``data_name``, ``label_name``,
+        ``dtype`` and ``layout`` are not used.
+    label_inputs : list of Input, optional
+        The label inputs of each sample, after the data inputs (default none).
+    sizes : array or callable, optional
+        With ``inputs``: each sample's extents on its size axes, an
+        ``(n, axes)`` integer array or ``size_of(i) -> tuple``. Given, samples
+        are loaded lazily (sample 0 is read once to check the declarations);
+        omitted, every sample is read and checked in the constructor.
+    num_workers : int, optional
+        Worker processes of the DataLoader that reads and packs batches
+        (default 0: the calling thread). With workers, the batch arrays are
+        in shared CPU memory (``Context('cpu_shared', 0)``), as gluon
+        DataLoader's are; without, on ``mx.cpu()``.
+    prefetch : int, optional
+        Batches the workers prepare ahead (default ``2 * num_workers``).
+    balanced : bool, optional
+        Per-device counts that even out padded work (default False).
+    pad_to_multiple : int, optional
+        Round every device's planned size up to a multiple (default 1: none).
 
     Attributes
     ----------
@@ -280,12 +327,17 @@ class PerDeviceIter(mx.io.DataIter):
 
     Raises
     ------
-    ValueError
-        If ``data`` is empty, samples differ in rank or channel count or have
-        an empty axis, ``label`` has the wrong length or mixed shapes,
-        ``num_devices``, ``batch_per_device`` or ``group_window`` is not an
-        integer >= 1, ``seed`` is not an integer >= 0, or ``layout`` is not
-        supported.
+    DataSpecError
+        A ``ValueError``: if ``data`` is empty, samples differ in rank or
+        channel count or have an empty axis, hold dtypes MXNet cannot (complex,
+        strings, bytes, objects) or are sparse NDArrays, ``label`` has the
+        wrong length or mixed shapes, ``num_devices``, ``batch_per_device``,
+        ``group_window`` or ``pad_to_multiple`` is not an integer >= 1,
+        ``seed`` or ``num_workers`` is not an integer >= 0, ``layout`` or
+        ``dtype`` is not supported; with ``inputs``: if the declarations
+        clash, a sample is not a tuple or dict of the declared inputs, its
+        fixed axes differ from sample 0's or its inputs disagree on its size,
+        or ``sizes`` does not give one row of integers >= 1 per sample.
 
     Examples
     --------
@@ -308,28 +360,47 @@ class PerDeviceIter(mx.io.DataIter):
     ...                    batch_per_device=2, grouping=False)
     >>> [[desc.shape for desc in device] for device in it.provide_data]
     [[(2, 3, 8, 6)], [(2, 3, 8, 5)]]
+
+    Detection samples: an image, its ``im_info`` and its boxes, padded with
+    rows of -1 to each device's largest count:
+
+    >>> from mxpatch_bind import Input
+    >>> samples = [(np.ones((3, 4, 6)), np.array([4, 6, 1.0]), np.ones((2, 5))),
+    ...            (np.ones((3, 8, 2)), np.array([8, 2, 1.0]), np.ones((1, 5)))]
+    >>> it = PerDeviceIter(samples, num_devices=2, batch_per_device=1,
+    ...                    inputs=[Input("data", size_axes=(1, 2)), Input("im_info")],
+    ...                    label_inputs=[Input("gt_boxes", variable_axes=(0,), pad_value=-1)])
+    >>> [[desc.shape for desc in device] for device in it.provide_label]
+    [[(1, 2, 5)], [(1, 1, 5)]]
     """
 
     def __init__(self, data, label=None, *, num_devices, batch_per_device, shuffle=False,
                  seed=0, grouping=True, group_window=None, data_name="data",
-                 label_name="softmax_label", dtype="float32", layout="NCHW"):
+                 label_name="softmax_label", dtype="float32", layout="NCHW", inputs=None,
+                 label_inputs=(), sizes=None, num_workers=0, prefetch=None, balanced=False,
+                 pad_to_multiple=1):
         self._num_devices = _check_int("num_devices", num_devices)
         self._batch_per_device = _check_int("batch_per_device", batch_per_device)
-        super().__init__(batch_size=self._num_devices * self._batch_per_device)
         if group_window is None:
             group_window = SHUFFLED_GROUP_WINDOW if shuffle else 1
         self._group_window = _check_int("group_window", group_window)
-        if layout not in _LAYOUTS:
-            raise ValueError("layout must be one of {}, got {!r}".format(_LAYOUTS, layout))
-        self._layout = layout
-        self._dtype = np.dtype(dtype)
-        self._samples, self._sizes = _check_samples(data, layout)
-        self._labels = _check_labels(label, len(self._samples), self._dtype)
-        self._shuffle = bool(shuffle)
         self._seed = _check_int("seed", seed, minimum=0)
+        self._multiple = _check_int("pad_to_multiple", pad_to_multiple)
+        num_workers = _check_int("num_workers", num_workers, minimum=0)
+        if prefetch is not None:
+            prefetch = _check_int("prefetch", prefetch, minimum=0)
+        source, self._declared, self._sizes, reference_shapes = _read_form(
+            data, label, inputs, label_inputs, sizes, data_name, label_name, dtype, layout)
+        self._num_data = len(inputs) if inputs is not None else 1
+        self._shuffle = bool(shuffle)
         self._grouping = bool(grouping)
+        self._balanced = bool(balanced)
         self.data_name = data_name
         self.label_name = label_name
+        self._loader, self._sampler = _loading.make_loader(
+            source, self._declared, reference_shapes, self._num_devices, num_workers,
+            prefetch)
+        super().__init__(batch_size=self._num_devices * self._batch_per_device)
         self._start_epoch(0)
 
     @property
@@ -339,7 +410,7 @@ class PerDeviceIter(mx.io.DataIter):
 
     @property
     def batch_per_device(self):
-        """Samples each device gets in every batch."""
+        """Samples each device gets in every batch (on average, with ``balanced``)."""
         return self._batch_per_device
 
     @property
@@ -387,21 +458,17 @@ class PerDeviceIter(mx.io.DataIter):
         """
         flat = np.concatenate([indices for plan in self._plan for indices in plan.device_indices])
         # Filler exists only at the very end of the epoch's flat order.
-        return flat[:len(self._samples)]
+        return flat[:len(self._sizes)]
 
     @property
     def provide_data(self):
         """Per device, the data shapes of the next batch (of the last once exhausted)."""
-        return self._data_descs(self._plan[min(self._cursor, len(self._plan) - 1)])
+        return self._upcoming().provide_data
 
     @property
     def provide_label(self):
         """Per device, the label shapes; None without labels."""
-        if self._labels is None:
-            return None
-        shape = (self._batch_per_device,) + self._labels.shape[1:]
-        return [[mx.io.DataDesc(self.label_name, shape, dtype=self._dtype)]
-                for _ in range(self._num_devices)]
+        return self._upcoming().provide_label
 
     def reset(self):
         """Start the next epoch: reshuffle when ``shuffle``, then regroup.
@@ -422,7 +489,8 @@ class PerDeviceIter(mx.io.DataIter):
         """Move to the next batch; return False at the end of the epoch."""
         if self._cursor >= len(self._plan):
             return False
-        self._current = self._build_batch(self._plan[self._cursor])
+        self._current = self._upcoming()
+        self._pending = None
         self._cursor += 1
         return True
 
@@ -475,10 +543,10 @@ class PerDeviceIter(mx.io.DataIter):
         return self._current.index
 
     def padding_stats(self):
-        """Count real, padding and filler pixels of the current epoch's batches.
+        """Count real, padding, filler and rounding pixels of the current epoch's batches.
 
-        Computed from the grouping alone, without building any batch, so
-        settings can be compared cheaply.
+        Computed from the plan alone, without building any batch, so settings
+        can be compared cheaply. Pixels are positions of the size axes.
 
         Returns
         -------
@@ -494,91 +562,51 @@ class PerDeviceIter(mx.io.DataIter):
         >>> PerDeviceIter(images, num_devices=2, batch_per_device=2,
         ...               grouping=False).padding_stats().padding_pixels
         92
+        >>> rounded = PerDeviceIter(images, num_devices=2, batch_per_device=2,
+        ...                         pad_to_multiple=4).padding_stats()
+        >>> rounded.rounding_pixels, rounded.distinct_shapes
+        (32, 2)
         """
-        areas = self._sizes.prod(axis=1)
-        device_pixels = np.zeros(self._num_devices, dtype=np.int64)
-        filler_pixels = step_pixels = 0
-        for plan in self._plan:
-            batch_pixels = [self._batch_per_device * int(np.prod(shape))
-                            for shape in plan.device_spatial_shapes]
-            device_pixels += batch_pixels
-            step_pixels += max(batch_pixels)
-            filler = np.concatenate(plan.device_indices)[self.batch_size - plan.pad:]
-            filler_pixels += int(areas[filler].sum())
-        real_pixels = int(areas.sum())
-        return PaddingStats(real_pixels=real_pixels,
-                            padding_pixels=int(device_pixels.sum()) - real_pixels - filler_pixels,
-                            filler_pixels=filler_pixels,
-                            device_pixels=tuple(int(pixels) for pixels in device_pixels),
-                            step_pixels=step_pixels)
+        return _planning.padding_stats(self._plan, self._sizes, self._num_devices,
+                                       self._multiple)
 
     def _start_epoch(self, epoch):
-        """Decide every batch of ``epoch`` and rewind to its first batch."""
-        self._plan = self._plan_epoch(epoch)
-        self._epoch = epoch
-        self._cursor = 0
-        self._current = None
-
-    def _plan_epoch(self, epoch):
-        """Group the epoch's samples into batches; see the class docstring for the policy."""
-        num_samples = len(self._samples)
+        """Plan every batch of ``epoch``, point the loader at the plan, rewind."""
+        num_samples = len(self._sizes)
         rng = np.random.default_rng([self._seed, epoch]) if self._shuffle else None
         order = rng.permutation(num_samples) if rng is not None else np.arange(num_samples)
-        if self._grouping:
-            window = self._group_window * self.batch_size
-            groups = [group for start in range(0, num_samples, window)
-                      for group in _group_by_size(order[start:start + window], self._sizes,
-                                                  self._batch_per_device)]
-        else:
-            groups = _chunks(order, self._batch_per_device)
-        batches = _chunks(groups, self._num_devices)
-        if rng is not None:
-            # Grouped windows come out sorted by size; shuffle the batches so that
-            # training does not see sizes in order. A short last batch stays last.
-            num_full = num_samples // self.batch_size
-            batches[:num_full] = [batches[i] for i in rng.permutation(num_full)]
-        return [self._complete(batch) for batch in batches]
+        self._plan = _planning.plan_epoch(
+            order, self._sizes, num_devices=self._num_devices,
+            batch_per_device=self._batch_per_device, grouping=self._grouping,
+            group_window=self._group_window, balanced=self._balanced,
+            multiple=self._multiple, rng=rng)
+        self._sampler.plans = self._plan
+        self._loaded = iter(self._loader)
+        self._epoch = epoch
+        self._cursor = 0
+        self._current = self._pending = None
 
-    def _complete(self, groups):
-        """Fill a batch up to ``num_devices`` full groups and note each device's shape."""
-        last = groups[-1][-1]
-        # Copies of the last real sample pad nothing: on its own device it is
-        # already there, elsewhere every sample is the same copy.
-        groups = list(groups) + [[]] * (self._num_devices - len(groups))
-        device_indices = tuple(
-            np.concatenate([group, np.full(self._batch_per_device - len(group), last)])
-            .astype(np.int64)
-            for group in groups)
-        return _BatchPlan(
-            device_indices=device_indices,
-            device_spatial_shapes=tuple(tuple(self._sizes[indices].max(axis=0).tolist())
-                                        for indices in device_indices),
-            pad=self.batch_size - sum(len(group) for group in groups))
+    def _upcoming(self):
+        """The batch :meth:`next` returns next (the last one once the epoch is exhausted)."""
+        if self._cursor >= len(self._plan):
+            return self._current
+        if self._pending is None:
+            self._pending = self._build_batch(self._plan[self._cursor], next(self._loaded))
+        return self._pending
 
-    def _data_descs(self, plan):
-        channels = self._samples[0].shape[0]
-        return [[mx.io.DataDesc(self.data_name, (self._batch_per_device, channels) + shape,
-                                dtype=self._dtype, layout=self._layout)]
-                for shape in plan.device_spatial_shapes]
-
-    def _build_batch(self, plan):
-        """Pad each device's samples with numpy, then copy them once into NDArrays."""
-        data = [[mx.nd.array(self._stack(indices, shape), ctx=mx.cpu(), dtype=self._dtype)]
-                for indices, shape in zip(plan.device_indices, plan.device_spatial_shapes)]
-        label = None
-        if self._labels is not None:
-            label = [[mx.nd.array(self._labels[indices], ctx=mx.cpu(), dtype=self._dtype)]
-                     for indices in plan.device_indices]
-        return _PerDeviceBatch(data=data, label=label, pad=plan.pad,
-                               index=np.concatenate(plan.device_indices),
-                               provide_data=self._data_descs(plan),
-                               provide_label=self.provide_label)
-
-    def _stack(self, indices, spatial_shape):
-        """Stack samples into one zero-filled array, each at the start of every axis."""
-        channels = self._samples[0].shape[0]
-        out = np.zeros((len(indices), channels) + spatial_shape, dtype=self._dtype)
-        for row, index in enumerate(indices):
-            sample = self._samples[index]
-            out[(row, slice(None)) + tuple(slice(extent) for extent in sample.shape[1:])] = sample
-        return out
+    def _build_batch(self, plan, packed):
+        """The loader's per-device arrays as NDArrays (numpy ones copied once), with descs."""
+        arrays = [[array if isinstance(array, mx.nd.NDArray)
+                   else mx.nd.array(array, ctx=mx.cpu(), dtype=array.dtype) for array in device]
+                  for device in packed]
+        descs = [[mx.io.DataDesc(one.name, array.shape, dtype=one.dtype,
+                                 layout=one.layout or "NCHW")
+                  for one, array in zip(self._declared, device)] for device in packed]
+        split = self._num_data
+        has_label = len(self._declared) > split
+        return _PerDeviceBatch(
+            data=[device[:split] for device in arrays],
+            label=[device[split:] for device in arrays] if has_label else None,
+            pad=plan.pad, index=np.concatenate(plan.device_indices),
+            provide_data=[device[:split] for device in descs],
+            provide_label=[device[split:] for device in descs] if has_label else None)

@@ -1,0 +1,105 @@
+"""Benchmark: work-balanced per-device counts against equal counts, on the variable workload.
+
+The images, network and devices of ``benchmarks/variable.py`` (32-160 px per side, 2 CPU
+contexts, 2 images per device per step on average, a 32/64/64-filter CNN), fed three ways:
+
+(a) stock MXNet, each step padded to its largest image (the reference of the ideals);
+(d) ``PerDeviceIter`` grouped with ``group_window=8``, equal counts per device (today's best);
+(e) the same with ``balanced=True``: the same samples per step, re-split so the busiest
+    device pads least (counts may differ, e.g. 1 + 3).
+
+The parallel ideal of a mode is stock's summed busiest-device pixels over the mode's; the
+target is (e) reaching 0.9 of its own ideal and beating (d).
+"""
+
+import random
+
+from . import common, training
+from .variable import SIZES, _stock_batches
+
+NAME = "balanced"
+MODES = ("(a) stock, padded to the step's largest", "(d) per-device, grouped, window 8",
+         "(e) per-device, balanced, window 8")
+WINDOW = 8
+
+
+def run(tiny=False, rounds=None):
+    """Steps per second of (a), (d) and (e), interleaved round by round; pixel ideals."""
+    import mxnet as mx
+    import numpy as np
+
+    rounds = rounds or (2 if tiny else 7)
+    steps = 3 if tiny else 40
+    modules = training.bind_modules(mx, MODES, (SIZES[1], SIZES[1]))
+    rng = random.Random(0)
+    np_rng = np.random.RandomState(0)
+    pixels = {mode: {"serial": 0, "parallel": 0} for mode in MODES}
+
+    def feeds(index):
+        return _feeds(mx, rng, np_rng, steps, pixels if index >= 0 else None)
+
+    common.progress("balanced: %d rounds of %d steps per mode" % (rounds, steps))
+    clocks = training.run_rounds(mx, modules, feeds, rounds)
+    return _result(clocks, pixels, rounds, steps, tiny)
+
+
+def _feeds(mx, rng, np_rng, steps, pixels):
+    from mxpatch_bind import PerDeviceIter
+
+    count = steps * training.DEVICES * training.PER_DEVICE
+    images, labels = training.images(np_rng, rng, count,
+                                     lambda r: (r.randint(*SIZES), r.randint(*SIZES)))
+    feeds = {MODES[0]: _stock_batches(mx, images, labels)}
+    for mode, balanced in ((MODES[1], False), (MODES[2], True)):
+        data_iter = PerDeviceIter(images, labels, num_devices=training.DEVICES,
+                                  batch_per_device=training.PER_DEVICE, group_window=WINDOW,
+                                  balanced=balanced)
+        feeds[mode] = list(data_iter)
+        if pixels is not None:
+            stats = data_iter.padding_stats()
+            pixels[mode]["serial"] += stats.total_pixels
+            pixels[mode]["parallel"] += stats.step_pixels
+    if pixels is not None:
+        for batch in feeds[MODES[0]]:
+            height, width = batch.data[0].shape[2:]
+            size = training.DEVICES * training.PER_DEVICE
+            pixels[MODES[0]]["serial"] += size * height * width
+            pixels[MODES[0]]["parallel"] += training.PER_DEVICE * height * width
+    return feeds
+
+
+def _result(clocks, pixels, rounds, steps, tiny):
+    stock = common.walls(clocks[MODES[0]])
+    rows = []
+    for mode in MODES:
+        walls = common.walls(clocks[mode])
+        speedup = common.paired_ratio(stock, walls)
+        parallel = pixels[MODES[0]]["parallel"] / pixels[mode]["parallel"]
+        serial = pixels[MODES[0]]["serial"] / pixels[mode]["serial"]
+        rows.append({"mode": mode, "steps_per_s": 1 / common.median(walls),
+                     "spread": common.spread(walls), "vs_stock": speedup,
+                     "serial_ideal": serial, "parallel_ideal": parallel,
+                     "of_parallel_ideal": speedup / parallel})
+    balanced_vs_window = common.paired_ratio(common.walls(clocks[MODES[1]]),
+                                             common.walls(clocks[MODES[2]]))
+    balanced = rows[2]
+    targets = [
+        common.target("(e) speed-up over (a) as a fraction of its parallel ideal",
+                      balanced["of_parallel_ideal"], ">= 0.9",
+                      balanced["of_parallel_ideal"] >= 0.9),
+        common.target("(e) steps/s over (d) steps/s", balanced_vs_window, "> 1",
+                      balanced_vs_window > 1)]
+    return {"benchmark": NAME, "command": common.command(NAME, tiny), "machine": common.machine(),
+            "params": {"rounds": rounds, "steps_per_round": steps, "devices": training.DEVICES,
+                       "images_per_device": training.PER_DEVICE, "sizes": SIZES,
+                       "group_window": WINDOW,
+                       "network": "small_cnn(filters=%r)" % (training.NETWORK_FILTERS,)},
+            "rows": rows, "balanced_vs_window": balanced_vs_window, "targets": targets}
+
+
+def format_table(result):
+    header = ["mode", "steps/s", "±", "× (a)", "serial ideal", "parallel ideal", "of parallel"]
+    rows = [[r["mode"], r["steps_per_s"], "%.0f%%" % (100 * r["spread"]), r["vs_stock"],
+             r["serial_ideal"], r["parallel_ideal"], r["of_parallel_ideal"]]
+            for r in result["rows"]]
+    return common.format_table(header, rows) + "\n" + common.format_targets(result["targets"])

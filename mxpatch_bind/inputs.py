@@ -1,0 +1,258 @@
+"""Named inputs of a sample, their checks, and packing one device's samples (private).
+
+A sample is a tuple (in declaration order) or a dict (by name) of arrays, one per declared
+:class:`Input`. This module turns samples into checked numpy arrays and packs the samples of
+one device into one padded array per input. It imports numpy only: it runs in the
+DataLoader's worker processes as well as in the main one.
+"""
+
+import numbers
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+from .errors import PatchError
+
+__all__ = ["Input", "DataSpecError", "check_dtype", "check_inputs", "as_array", "as_fields",
+           "check_fields", "sample_size", "pack_device", "MXNET_DTYPES"]
+
+# The dtypes an MXNet 1.x NDArray holds (mx.nd.array raises KeyError on any other:
+# complex, strings, bytes, objects).
+MXNET_DTYPES = tuple(np.dtype(name) for name in (
+    "float16", "float32", "float64", "uint8", "int8", "int32", "int64", "bool"))
+# Sample dtypes that convert to any of them without losing meaning: booleans, integers, floats.
+_CONVERTIBLE_KINDS = "biuf"
+
+
+class DataSpecError(PatchError, ValueError):
+    """Samples, input declarations, sizes or options given to ``PerDeviceIter`` are malformed.
+
+    The message names the sample index, the input and what was expected. It is
+    raised in the constructor, before the iterator exists (for a lazily loaded
+    dataset: when the declared sizes or the first sample disagree with the
+    declarations, and later when a decoded sample does not fit its plan).
+
+    Examples
+    --------
+    >>> from mxpatch_bind.inputs import DataSpecError
+    >>> issubclass(DataSpecError, ValueError)
+    True
+    """
+
+
+def _check_axes(name, role, axes):
+    if (not isinstance(axes, (tuple, list))
+            or not all(isinstance(axis, numbers.Integral) and not isinstance(axis, bool)
+                       and axis >= 0 for axis in axes)
+            or len(set(axes)) != len(axes)):
+        raise DataSpecError("input {!r}: {} must be a tuple of distinct axis numbers >= 0 "
+                            "(0 is the sample's first axis), got {!r}".format(name, role, axes))
+    return tuple(int(axis) for axis in axes)
+
+
+class Input:
+    """Declares one named input of a sample: which axes vary and what pads them.
+
+    Every device's array of this input has shape ``(count,) + extents``: a
+    sample's *size axes* are padded to the device's planned size (the extents
+    the planner groups and balances by, rounded up with ``pad_to_multiple``),
+    its *variable axes* to the largest extent among that device's samples, and
+    its other axes must be equal in every sample (fixed-shape inputs such as
+    ``im_info`` have neither and pass through).
+
+    Parameters
+    ----------
+    name : str
+        The input's name: the module's data or label name.
+    size_axes : tuple of int, optional
+        Sample axes that hold the sample's size, e.g. ``(1, 2)`` for an image
+        ``(C, H, W)`` and ``(0, 1)`` for its label map ``(H, W)``. Every input
+        that has them must agree on them within a sample.
+    variable_axes : tuple of int, optional
+        Other axes that vary, e.g. ``(0,)`` for a box list ``(K, 5)``; they may
+        be 0 (an image without boxes).
+    pad_value : float, optional
+        What fills the padding: 0 for images (default), an ignore label such
+        as 255 for segmentation maps, -1 for box rows.
+    dtype : str, optional
+        Type of the batch arrays (default ``'float32'``); one MXNet holds.
+    layout : str, optional
+        Layout of the batch arrays for their ``DataDesc`` (e.g. ``'NCHW'``);
+        default MXNet's (batch axis 0).
+
+    Raises
+    ------
+    DataSpecError
+        If the name is empty, the axes are not distinct numbers >= 0 or
+        overlap, the pad value is not a number, or MXNet cannot hold ``dtype``.
+
+    Examples
+    --------
+    >>> from mxpatch_bind import Input
+    >>> Input("gt_boxes", variable_axes=(0,), pad_value=-1)
+    Input('gt_boxes', size_axes=(), variable_axes=(0,), pad_value=-1, dtype='float32')
+    """
+
+    def __init__(self, name: str, size_axes: Sequence[int] = (),
+                 variable_axes: Sequence[int] = (), pad_value: float = 0,
+                 dtype: str = "float32", layout: Optional[str] = None) -> None:
+        if not isinstance(name, str) or not name:
+            raise DataSpecError("an input's name must be a non-empty str, got {!r}".format(name))
+        size_axes = _check_axes(name, "size_axes", size_axes)
+        variable_axes = _check_axes(name, "variable_axes", variable_axes)
+        if set(size_axes) & set(variable_axes):
+            raise DataSpecError("input {!r}: size_axes {!r} and variable_axes {!r} overlap"
+                                .format(name, size_axes, variable_axes))
+        if isinstance(pad_value, bool) or not isinstance(pad_value, numbers.Real):
+            raise DataSpecError("input {!r}: pad_value must be a number, got {!r}"
+                                .format(name, pad_value))
+        np_dtype = check_dtype(dtype, "input {!r}: ".format(name))
+        self.name = name
+        self.size_axes: Tuple[int, ...] = size_axes
+        self.variable_axes: Tuple[int, ...] = variable_axes
+        self.pad_value = pad_value
+        self.dtype = np_dtype
+        self.layout = layout
+
+    def __repr__(self):
+        return "Input({!r}, size_axes={!r}, variable_axes={!r}, pad_value={!r}, dtype={!r})" \
+            .format(self.name, self.size_axes, self.variable_axes, self.pad_value,
+                    str(self.dtype))
+
+    def min_rank(self):
+        """The least sample rank the declared axes fit in."""
+        return max(self.size_axes + self.variable_axes, default=-1) + 1
+
+
+def check_dtype(dtype, where=""):
+    """``dtype`` as a numpy dtype when MXNet holds it, else a DataSpecError."""
+    try:
+        np_dtype = np.dtype(dtype)
+    except TypeError:
+        np_dtype = None
+    if np_dtype not in MXNET_DTYPES:
+        raise DataSpecError("{}dtype must be one MXNet holds ({}), got {!r}".format(
+            where, ", ".join(str(d) for d in MXNET_DTYPES), dtype))
+    return np_dtype
+
+
+def check_inputs(data_inputs, label_inputs):
+    """Return the declarations as one tuple (data first) after checking them together."""
+    for role, inputs in (("inputs", data_inputs), ("label_inputs", label_inputs)):
+        if not isinstance(inputs, (list, tuple)) or not all(isinstance(i, Input) for i in inputs):
+            raise DataSpecError("{} must be a list of mxpatch_bind.Input, got {!r}"
+                                .format(role, inputs))
+    if not data_inputs:
+        raise DataSpecError("inputs is empty: declare at least one data Input")
+    declared = tuple(data_inputs) + tuple(label_inputs)
+    names = [one.name for one in declared]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise DataSpecError("input names must be unique, got {!r} more than once".format(repeated))
+    sized = [one for one in declared if one.size_axes]
+    if not sized:
+        raise DataSpecError("no input declares size_axes: the planner needs a size per sample, "
+                            "e.g. Input('data', size_axes=(1, 2)) for (C, H, W) images")
+    counts = {len(one.size_axes) for one in sized}
+    if len(counts) > 1:
+        raise DataSpecError("inputs declare different numbers of size axes: {}".format(
+            ", ".join("{!r} {!r}".format(one.name, one.size_axes) for one in sized)))
+    return declared
+
+
+def as_array(value, where):
+    """One input of one sample as a numpy array of a dtype MXNet can take."""
+    if hasattr(value, "stype") and hasattr(value, "asnumpy"):
+        # An MXNet NDArray (what mx.image.imdecode returns): dense ones are copied out,
+        # sparse ones refused, since every input is padded into a dense array.
+        if value.stype != "default":
+            raise DataSpecError("{} is a {} NDArray, expected a dense array".format(
+                where, value.stype))
+        value = value.asnumpy()
+    array = np.asarray(value) if not isinstance(value, np.ndarray) else value
+    if array.dtype.kind not in _CONVERTIBLE_KINDS:
+        raise DataSpecError("{} has dtype {}, expected numbers (booleans, integers or "
+                            "floats: MXNet holds no complex, string or object arrays)".format(
+                                where, array.dtype))
+    return array
+
+
+def as_fields(sample, declared, index):
+    """The sample's arrays in declaration order, from a tuple/list or a dict of them."""
+    names = [one.name for one in declared]
+    if isinstance(sample, dict):
+        if set(sample) != set(names):
+            raise DataSpecError("sample {} has keys {!r}, expected the declared inputs {!r}"
+                                .format(index, sorted(sample), names))
+        values = [sample[name] for name in names]
+    elif isinstance(sample, (tuple, list)):
+        if len(sample) != len(names):
+            raise DataSpecError("sample {} has {} entries, expected {} (one per input {!r})"
+                                .format(index, len(sample), len(names), names))
+        values = list(sample)
+    else:
+        raise DataSpecError("sample {} is a {}, expected a tuple or dict of arrays for the "
+                            "inputs {!r}".format(index, type(sample).__name__, names))
+    return tuple(as_array(value, "sample {} input {!r}".format(index, one.name))
+                 for value, one in zip(values, declared))
+
+
+def check_fields(fields, declared, index, reference=None):
+    """Check one sample's arrays against the declarations (and sample 0's fixed axes)."""
+    for position, (array, one) in enumerate(zip(fields, declared)):
+        where = "sample {} input {!r}".format(index, one.name)
+        if array.ndim < one.min_rank():
+            raise DataSpecError("{} has shape {}, too few axes for size_axes {!r} and "
+                                "variable_axes {!r}".format(where, array.shape, one.size_axes,
+                                                            one.variable_axes))
+        if any(array.shape[axis] == 0 for axis in one.size_axes):
+            raise DataSpecError("{} has an empty size axis: shape {}".format(where, array.shape))
+        if reference is not None:
+            expected = reference[position]
+            if array.ndim != len(expected) or any(
+                    array.shape[axis] != expected[axis] for axis in range(array.ndim)
+                    if axis not in one.size_axes + one.variable_axes):
+                raise DataSpecError("{} has shape {}, expected {} on its fixed axes like sample "
+                                    "0 (axes other than {!r})".format(
+                                        where, array.shape, expected,
+                                        one.size_axes + one.variable_axes))
+    sample_size(fields, declared, index)
+
+
+def sample_size(fields, declared, index):
+    """The sample's size: the extents of its size axes, equal in every input that has them."""
+    sizes = [(one.name, tuple(array.shape[axis] for axis in one.size_axes))
+             for array, one in zip(fields, declared) if one.size_axes]
+    for name, size in sizes[1:]:
+        if size != sizes[0][1]:
+            raise DataSpecError("sample {}: input {!r} has size {} on its size axes, input {!r} "
+                                "has {}".format(index, name, size, sizes[0][0], sizes[0][1]))
+    return sizes[0][1]
+
+
+def pack_device(samples, declared, size, indices=None):
+    """Pad one device's samples into one array per input, each sample at the start of every axis.
+
+    ``samples`` are tuples of arrays (from :func:`as_fields`); ``size`` is the
+    device's planned size, which every sample's size must fit in.
+    """
+    indices = range(len(samples)) if indices is None else indices
+    packed = []
+    for position, one in enumerate(declared):
+        arrays = [fields[position] for fields in samples]
+        shape = list(arrays[0].shape)
+        for axis in one.variable_axes:
+            shape[axis] = max(array.shape[axis] for array in arrays)
+        for axis, extent in zip(one.size_axes, size):
+            shape[axis] = extent
+        # np.zeros gets pages the kernel has zeroed already: cheaper than filling.
+        out = (np.zeros([len(arrays)] + shape, dtype=one.dtype) if one.pad_value == 0
+               else np.full([len(arrays)] + shape, one.pad_value, dtype=one.dtype))
+        for row, (array, index) in enumerate(zip(arrays, indices)):
+            if any(array.shape[axis] > extent for axis, extent in zip(one.size_axes, size)):
+                raise DataSpecError("sample {} input {!r} has shape {}, larger than its planned "
+                                    "size {}: the sizes given disagree with the dataset".format(
+                                        index, one.name, array.shape, tuple(size)))
+            out[(row,) + tuple(slice(extent) for extent in array.shape)] = array
+        packed.append(out)
+    return packed

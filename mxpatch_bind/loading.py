@@ -1,0 +1,171 @@
+"""Planned batches loaded through MXNet's own ``gluon.data.DataLoader`` (private).
+
+The planner decides every batch from sample sizes alone; this module has the DataLoader read,
+decode and pack those batches, in worker processes when ``num_workers > 0``: a batch sampler
+yields each batch's planned slots, a keyed dataset pairs each slot with its sample, and a
+batchify function packs them per device. The DataLoader returns batches in the sampler's
+order, so workers change nothing but the speed.
+"""
+
+import struct
+from typing import NamedTuple, Tuple
+
+from . import inputs as _inputs
+
+__all__ = ["Slot", "PlannedSampler", "KeyedDataset", "PerDevicePacker", "make_loader",
+           "image_size"]
+
+
+class Slot(NamedTuple):
+    """One sample's place in a planned batch: device, dataset index, the device's size."""
+
+    device: int
+    sample: int
+    size: Tuple[int, ...]
+
+
+class PlannedSampler:
+    """A gluon batch sampler over an epoch's plan: per batch, its slots in flat order."""
+
+    def __init__(self):
+        self.plans = []
+
+    def __iter__(self):
+        for plan in self.plans:
+            yield [Slot(device, int(index), tuple(size))
+                   for device, (indices, size) in enumerate(zip(plan.device_indices,
+                                                                plan.device_sizes))
+                   for index in indices]
+
+    def __len__(self):
+        return len(self.plans)
+
+
+class KeyedDataset:
+    """The user's dataset read by slot: ``(slot, checked arrays of dataset[slot.sample])``.
+
+    ``dataset[i]`` runs where the DataLoader calls it (a worker process when
+    ``num_workers > 0``), so decoding and transforms run there too.
+    """
+
+    def __init__(self, dataset, declared, reference_shapes):
+        self._dataset = dataset
+        self._declared = declared
+        self._reference_shapes = reference_shapes
+
+    def __len__(self):
+        return len(self._dataset)
+
+    def __getitem__(self, slot):
+        fields = _inputs.as_fields(self._dataset[slot.sample], self._declared, slot.sample)
+        _inputs.check_fields(fields, self._declared, slot.sample, self._reference_shapes)
+        return slot, fields
+
+
+class PerDevicePacker:
+    """The DataLoader's batchify function: one padded array per device and input.
+
+    In worker processes (``in_shared_memory``) the arrays become NDArrays in shared
+    CPU memory, as gluon's own multiprocess batchify makes them, so that they reach
+    the main process as file descriptors instead of being pickled through a pipe.
+    """
+
+    def __init__(self, declared, num_devices, in_shared_memory=False):
+        self._declared = declared
+        self._num_devices = num_devices
+        self._in_shared_memory = in_shared_memory
+
+    def __call__(self, keyed_samples):
+        per_device = [[] for _ in range(self._num_devices)]
+        for slot, fields in keyed_samples:
+            per_device[slot.device].append((slot, fields))
+        packed = []
+        for samples in per_device:
+            slots = [slot for slot, _ in samples]
+            packed.append(_inputs.pack_device([fields for _, fields in samples], self._declared,
+                                              slots[0].size, [slot.sample for slot in slots]))
+        if self._in_shared_memory:
+            import mxnet as mx
+            shared = mx.Context("cpu_shared", 0)
+            packed = [[mx.nd.array(array, ctx=shared, dtype=array.dtype) for array in device]
+                      for device in packed]
+        return packed
+
+
+def make_loader(dataset, declared, reference_shapes, num_devices, num_workers, prefetch):
+    """A DataLoader yielding, per planned batch, per device, the packed arrays; its sampler."""
+    import mxnet as mx
+
+    sampler = PlannedSampler()
+    loader = mx.gluon.data.DataLoader(
+        KeyedDataset(dataset, declared, reference_shapes), batch_sampler=sampler,
+        batchify_fn=PerDevicePacker(declared, num_devices, in_shared_memory=num_workers > 0),
+        num_workers=num_workers,
+        prefetch=prefetch)
+    return loader, sampler
+
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# JPEG start-of-frame markers (baseline, progressive, ...) carry the image size;
+# 0xC4 (DHT), 0xC8 (JPG) and 0xCC (DAC) share the range but are not frames.
+_JPEG_FRAMES = set(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+
+
+def image_size(path: str) -> Tuple[int, int]:
+    """``(height, width)`` of a PNG or JPEG file, read from its header without decoding.
+
+    A cheap ``size_of`` for :class:`PerDeviceIter` over image files.
+
+    Parameters
+    ----------
+    path : str
+        A PNG or JPEG file.
+
+    Returns
+    -------
+    tuple of int
+        ``(height, width)``.
+
+    Raises
+    ------
+    DataSpecError
+        If the file is neither a PNG nor a JPEG with a frame header.
+
+    Examples
+    --------
+    >>> import os, struct, tempfile, zlib
+    >>> from mxpatch_bind.loading import image_size
+    >>> def chunk(tag, body):
+    ...     return (struct.pack(">I", len(body)) + tag + body
+    ...             + struct.pack(">I", zlib.crc32(tag + body)))
+    >>> header = chunk(b"IHDR", struct.pack(">IIBBBBB", 7, 3, 8, 0, 0, 0, 0))
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.png")
+    >>> with open(path, "wb") as stream:
+    ...     _ = stream.write(b"\\x89PNG\\r\\n\\x1a\\n" + header)
+    >>> image_size(path)
+    (3, 7)
+    """
+    with open(path, "rb") as stream:
+        head = stream.read(24)
+        if head[:8] == _PNG_SIGNATURE and head[12:16] == b"IHDR":
+            width, height = struct.unpack(">II", head[16:24])
+            return int(height), int(width)
+        if head[:2] == b"\xff\xd8":
+            stream.seek(2)
+            return _jpeg_frame_size(stream, path)
+    raise _inputs.DataSpecError("{!r} is neither a PNG nor a JPEG file".format(path))
+
+
+def _jpeg_frame_size(stream, path):
+    """Walk the JPEG markers up to the first start-of-frame; its header holds the size."""
+    while True:
+        marker = stream.read(2)
+        if len(marker) < 2 or marker[0] != 0xFF:
+            raise _inputs.DataSpecError("{!r}: no JPEG frame header found".format(path))
+        length_bytes = stream.read(2)
+        if len(length_bytes) < 2:
+            raise _inputs.DataSpecError("{!r}: no JPEG frame header found".format(path))
+        if marker[1] in _JPEG_FRAMES:
+            _precision, height, width = struct.unpack(">BHH", stream.read(5))
+            return int(height), int(width)
+        stream.seek(struct.unpack(">H", length_bytes)[0] - 2, 1)

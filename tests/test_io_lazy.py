@@ -1,0 +1,205 @@
+"""PerDeviceIter over lazily loaded datasets: planning from sizes, gluon DataLoader workers."""
+
+import os
+import struct
+import sys
+
+import mxnet as mx
+import numpy as np
+import pytest
+
+from mxpatch_bind import DataSpecError, Input, PerDeviceIter, image_size
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "examples"))
+import imagefiles  # noqa: E402
+
+IMAGE = Input("data", size_axes=(1, 2))
+BOXES = Input("gt_boxes", variable_axes=(0,), pad_value=-1)
+
+
+class Decoding(mx.gluon.data.Dataset):
+    """A dataset that builds each sample on access, as decoding a file would."""
+
+    def __init__(self, sizes, seed=0):
+        self.sizes = sizes
+        self.seed = seed
+
+    def __len__(self):
+        return len(self.sizes)
+
+    def __getitem__(self, index):
+        rng = np.random.default_rng([self.seed, index])
+        h, w = (int(v) for v in self.sizes[index])
+        image = rng.integers(1, 256, size=(3, h, w)).astype(np.float32)
+        boxes = rng.integers(1, 9, size=(index % 4, 5)).astype(np.float32)
+        return image, boxes
+
+
+def random_sizes(count, seed=0):
+    return np.random.default_rng(seed).integers(4, 20, size=(count, 2))
+
+
+def arrays_of(batch):
+    return [array.asnumpy() for device in batch.data + (batch.label or []) for array in device]
+
+
+def epochs(it, count=2):
+    """Every batch's index and arrays, ``count`` epochs long."""
+    out = []
+    for _ in range(count):
+        out.append([(batch.index.tolist(), arrays_of(batch)) for batch in it])
+        it.reset()
+    return out
+
+
+def assert_equal_epochs(one, two):
+    assert [[index for index, _ in epoch] for epoch in one] == \
+        [[index for index, _ in epoch] for epoch in two]
+    for epoch_one, epoch_two in zip(one, two):
+        for (_, arrays_one), (_, arrays_two) in zip(epoch_one, epoch_two):
+            assert len(arrays_one) == len(arrays_two)
+            for a, b in zip(arrays_one, arrays_two):
+                np.testing.assert_array_equal(a, b)
+
+
+def lazy_iter(dataset, **kwargs):
+    options = dict(num_devices=2, batch_per_device=2, inputs=[IMAGE], label_inputs=[BOXES],
+                   shuffle=True, seed=3)
+    options.update(kwargs)
+    return PerDeviceIter(dataset, **options)
+
+
+def test_lazy_and_in_memory_batches_are_equal():
+    sizes = random_sizes(19)
+    dataset = Decoding(sizes)
+    in_memory = [dataset[i] for i in range(len(dataset))]
+
+    assert_equal_epochs(epochs(lazy_iter(dataset, sizes=sizes)), epochs(lazy_iter(in_memory)))
+
+
+def test_two_workers_give_exactly_the_batches_of_none_in_the_planned_order():
+    sizes = random_sizes(23, seed=1)
+    dataset = Decoding(sizes, seed=1)
+    serial = lazy_iter(dataset, sizes=sizes, num_workers=0)
+    workers = lazy_iter(dataset, sizes=sizes, num_workers=2, prefetch=3)
+    planned = [serial.batch_indices, workers.batch_indices]
+
+    got = [epochs(serial, 1), epochs(workers, 1)]
+
+    assert planned[0] == planned[1]
+    assert [index for index, _ in got[1][0]] == \
+        [sum(batch, []) for batch in planned[1]]
+    assert_equal_epochs(got[0], got[1])
+
+
+def test_a_size_of_callable_plans_like_a_sizes_array():
+    sizes = random_sizes(9, seed=2)
+    dataset = Decoding(sizes, seed=2)
+
+    one = lazy_iter(dataset, sizes=sizes)
+    two = lazy_iter(dataset, sizes=lambda i: tuple(sizes[i]))
+
+    assert one.batch_indices == two.batch_indices
+    assert_equal_epochs(epochs(one, 1), epochs(two, 1))
+
+
+def test_lazy_planning_reads_only_the_first_sample():
+    reads = []
+
+    class Counting(Decoding):
+        def __getitem__(self, index):
+            reads.append(index)
+            return super().__getitem__(index)
+
+    sizes = random_sizes(12, seed=3)
+    it = lazy_iter(Counting(sizes), sizes=sizes)
+
+    assert reads == [0]
+    it.padding_stats()
+    assert reads == [0]
+
+
+def test_gluon_transforms_run_in_the_loader():
+    sizes = random_sizes(6, seed=4)
+    dataset = Decoding(sizes, seed=4)
+    doubled = dataset.transform(lambda image, boxes: (image * 2, boxes))
+
+    plain = epochs(lazy_iter(dataset, sizes=sizes), 1)[0]
+    transformed = epochs(lazy_iter(doubled, sizes=sizes, num_workers=2), 1)[0]
+
+    for (_, arrays), (_, arrays_doubled) in zip(plain, transformed):
+        np.testing.assert_array_equal(arrays[0] * 2, arrays_doubled[0])
+
+
+def test_image_files_decode_lazily_with_sizes_read_from_their_headers(tmp_path):
+    rng = np.random.default_rng(5)
+    paths = []
+    for index, (h, w) in enumerate(random_sizes(8, seed=5)):
+        path = str(tmp_path / ("%d.png" % index))
+        imagefiles.write_png(path, rng.integers(0, 256, size=(h, w, 3)))
+        paths.append(path)
+
+    class Files(mx.gluon.data.Dataset):
+        def __len__(self):
+            return len(paths)
+
+        def __getitem__(self, index):
+            return (mx.image.imread(paths[index]).transpose((2, 0, 1)),)
+
+    it = PerDeviceIter(Files(), num_devices=2, batch_per_device=2, inputs=[IMAGE],
+                       sizes=lambda i: image_size(paths[i]), num_workers=2)
+    in_memory = PerDeviceIter([Files()[i] for i in range(len(paths))], num_devices=2,
+                              batch_per_device=2, inputs=[IMAGE])
+
+    assert_equal_epochs(epochs(it, 1), epochs(in_memory, 1))
+
+
+def test_image_size_reads_a_jpeg_frame_header(tmp_path):
+    path = tmp_path / "header.jpg"
+    app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00" + b"\x00" * 9
+    sof0 = b"\xff\xc0" + struct.pack(">HBHHB", 11, 8, 37, 52, 1) + b"\x01\x11\x00"
+    path.write_bytes(b"\xff\xd8" + app0 + sof0 + b"\xff\xd9")
+
+    assert image_size(str(path)) == (37, 52)
+
+
+def test_image_size_refuses_other_files(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"hello")
+
+    with pytest.raises(DataSpecError, match="is neither a PNG nor a JPEG file"):
+        image_size(str(path))
+
+
+@pytest.mark.parametrize("sizes, message", [
+    (np.ones((3, 2), dtype=int), r"sizes must be integers >= 1 of shape \(4, 2\)"),
+    (np.ones((4, 2)), "sizes must be integers >= 1 .* of dtype float64"),
+    (np.zeros((4, 2), dtype=int), "sizes must be integers >= 1"),
+    (lambda i: (3,), r"size_of\(0\) returned \(3,\), expected a tuple of 2 integers >= 1"),
+    (lambda i: (3, 0) if i == 2 else (3, 3), r"size_of\(2\) returned \(3, 0\)"),
+])
+def test_bad_sizes_raise_data_spec_errors(sizes, message):
+    with pytest.raises(DataSpecError, match=message):
+        lazy_iter(Decoding(random_sizes(4)), sizes=sizes)
+
+
+def test_sizes_that_disagree_with_sample_0_are_refused_in_the_constructor():
+    sizes = random_sizes(4, seed=6)
+    wrong = sizes.copy()
+    wrong[0] += 1
+
+    with pytest.raises(DataSpecError, match=r"the sizes given say sample 0 is \(.*\), but it has "
+                                            "size"):
+        lazy_iter(Decoding(sizes, seed=6), sizes=wrong)
+
+
+def test_a_sample_larger_than_its_planned_size_fails_naming_it():
+    sizes = random_sizes(4, seed=7)
+    small = sizes.copy()
+    small[3] = 1
+    it = lazy_iter(Decoding(sizes, seed=7), sizes=small, shuffle=False, batch_per_device=1)
+
+    with pytest.raises(DataSpecError, match=r"sample 3 input 'data' has shape .*, larger than its "
+                                            "planned size"):
+        list(it)
