@@ -1,6 +1,5 @@
 """The patch lifecycle: install / uninstall / patched() / status, and what survives uninstall."""
 
-import functools
 import inspect
 import logging
 import os
@@ -14,10 +13,9 @@ import types
 import mxnet as mx
 import numpy as np
 import pytest
-import wrapt
 
 import mxpatch_bind
-from mxpatch_bind import PatchError, UnsupportedMXNetError
+from mxpatch_bind import UnsupportedMXNetError
 from nets import conv_net, mlp
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -200,117 +198,7 @@ def test_patched_methods_keep_the_original_signature_and_docstring(owner, name):
 
 
 # --------------------------------------------------------------------------- foreign wrappers
-def _counting_wrapper(calls):
-    def count_binds(wrapped, instance, args, kwargs):
-        calls.append(instance)
-        return wrapped(*args, **kwargs)
-    return count_binds
-
-
-def _bind_stock_mlp():
-    mod = mx.mod.Module(mlp(), context=mx.cpu(0))
-    mod.bind([("data", (2, 5))], [("softmax_label", (2,))])
-    return mod
-
-
-def test_status_names_a_foreign_wrapt_wrapper_put_on_top():
-    mxpatch_bind.install()
-    theirs = wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper([]))
-    try:
-        (entry,) = mxpatch_bind.status().foreign_wrappers
-        assert entry.startswith("mxnet.module.module.Module.bind: ")
-        assert ("%x" % id(theirs)) in entry
-    finally:
-        mxpatch_bind.uninstall()
-        wrapt.unwrap_object(mx.mod.Module, "bind", theirs)
-    assert_not_patched()
-
-
-def test_uninstall_splices_ours_out_from_under_a_foreign_wrapt_wrapper():
-    calls = []
-    mxpatch_bind.install()
-    theirs = wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper(calls))
-    try:
-        mxpatch_bind.uninstall()
-        assert not mxpatch_bind.is_installed()
-        assert vars(mx.mod.Module)["bind"] is theirs
-        assert theirs.__wrapped__ is ORIGINALS[(mx.mod.Module, "bind")]
-        mod = _bind_stock_mlp()
-        assert calls == [mod] and mod.binded
-        assert mxpatch_bind.status().foreign_wrappers == ()
-    finally:
-        wrapt.unwrap_object(mx.mod.Module, "bind", theirs)
-    assert_not_patched()
-
-
-def test_removing_the_foreign_wrapper_afterwards_restores_the_original_by_identity():
-    mxpatch_bind.install()
-    theirs = wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper([]))
-    mxpatch_bind.uninstall()
-    wrapt.unwrap_object(mx.mod.Module, "bind", theirs)
-    assert_not_patched()
-
-
-def test_a_foreign_wrapt_wrapper_beneath_ours_survives_uninstall():
-    calls = []
-    theirs = wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper(calls))
-    try:
-        with mxpatch_bind.patched():
-            assert mxpatch_bind.status().foreign_wrappers == ()
-        assert vars(mx.mod.Module)["bind"] is theirs
-        _bind_stock_mlp()
-        assert len(calls) == 1
-    finally:
-        wrapt.unwrap_object(mx.mod.Module, "bind", theirs)
-    assert_not_patched()
-
-
-def test_uninstall_refuses_when_a_plain_function_wraps_ours_and_changes_nothing():
-    mxpatch_bind.install()
-    ours = vars(mx.mod.Module)["bind"]
-
-    @functools.wraps(ours)
-    def plain(*args, **kwargs):
-        return ours(*args, **kwargs)
-
-    mx.mod.Module.bind = plain
-    try:
-        with pytest.raises(PatchError, match="%x" % id(plain)) as raised:
-            mxpatch_bind.uninstall()
-        assert "Module.bind" in str(raised.value)
-        assert mxpatch_bind.is_installed()
-        assert mxpatch_bind.status().refcount == 1
-        assert vars(mx.mod.Module)["bind"] is plain
-        assert plain.__wrapped__ is ours
-        assert ours.__wrapped__ is ORIGINALS[(mx.mod.Module, "bind")]
-        for owner, name in TARGETS[1:]:
-            assert vars(owner)[name].__wrapped__ is ORIGINALS[(owner, name)]
-    finally:
-        mx.mod.Module.bind = ours
-    mxpatch_bind.uninstall()
-    assert_not_patched()
-
-
-def test_uninstall_refuses_when_a_target_was_replaced_wholesale_and_changes_nothing():
-    mxpatch_bind.install()
-    ours = vars(mx.mod.Module)["reshape"]
-
-    def replacement(self, data_shapes, label_shapes=None):
-        raise NotImplementedError
-
-    mx.mod.Module.reshape = replacement
-    try:
-        with pytest.raises(PatchError, match="replacement") as raised:
-            mxpatch_bind.uninstall()
-        assert "Module.reshape" in str(raised.value)
-        assert mxpatch_bind.is_installed()
-        assert mxpatch_bind.status().refcount == 1
-        assert vars(mx.mod.Module)["reshape"] is replacement
-        assert vars(mx.mod.Module)["bind"].__wrapped__ is ORIGINALS[(mx.mod.Module, "bind")]
-    finally:
-        mx.mod.Module.reshape = ours
-    mxpatch_bind.uninstall()
-    assert_not_patched()
+# Other patchers (wrapt and not): tests/test_foreign_patchers.py.
 
 
 # --------------------------------------------------------------------------- threads
