@@ -369,6 +369,70 @@ def test_uninstall_before_importing_mxnet_cancels_the_pending_install():
     assert out.split()[-1] == "ok"
 
 
+# A path finder that finds everything but MXNet: ``import mxnet`` fails as if not installed.
+_HIDE_MXNET = """
+    import importlib.machinery, sys
+
+    class PathFinderWithoutMXNet(importlib.machinery.PathFinder):
+        @classmethod
+        def find_spec(cls, name, path=None, target=None):
+            if name == 'mxnet' or name.startswith('mxnet.'):
+                return None
+            return super().find_spec(name, path, target)
+
+    sys.meta_path[sys.meta_path.index(importlib.machinery.PathFinder)] = PathFinderWithoutMXNet
+"""
+
+
+def test_install_without_mxnet_installed_warns_once_naming_the_check_and_the_fix():
+    out = _run_python(_HIDE_MXNET + """
+    import logging, warnings
+    import mxpatch_bind
+    logged = []
+    handler = logging.Handler()
+    handler.emit = lambda record: logged.append(record.getMessage())
+    logging.getLogger('mxpatch_bind').addHandler(handler)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        for _ in range(3):
+            mxpatch_bind.install()
+            assert mxpatch_bind.status().pending
+            mxpatch_bind.uninstall()
+        mxpatch_bind.install()
+    (warning,) = caught
+    assert warning.category is RuntimeWarning, warning
+    assert logged == [str(warning.message)], logged
+    status = mxpatch_bind.status()
+    assert (status.pending, status.installed, status.refcount) == (True, False, 1), status
+    mxpatch_bind.uninstall()
+    try:
+        import mxnet
+    except ImportError:
+        print('mxnet hidden')
+    print(warning.message)
+    """)
+    hidden, message = out.splitlines()[-2:]
+    assert hidden == "mxnet hidden"
+    assert message.startswith("mxpatch_bind.install(): MXNet is not installed")
+    for part in ("pending until `import mxnet`", "mxpatch_bind.status().pending",
+                 "python -m mxpatch_bind doctor", 'pip install "mxnet==1.9.1" "numpy<1.24"',
+                 "mxnet-cuXXX"):
+        assert part in message, part
+
+
+def test_install_before_importing_an_installed_mxnet_does_not_warn():
+    out = _run_python("""
+    import warnings
+    warnings.simplefilter('error')
+    import mxpatch_bind
+    mxpatch_bind.install()
+    assert mxpatch_bind.status().pending
+    mxpatch_bind.uninstall()
+    print('no warning')
+    """)
+    assert out.split()[-2:] == ["no", "warning"]
+
+
 class _StillPending(AssertionError):
     """The install() waiting for MXNet never applied: the known bug, not any other failure."""
 
