@@ -409,7 +409,7 @@ def _apply(mx, force):
 def _in_force():
     """Every target still reaches the wrapper we installed on it."""
     return bool(_state.handles) and all(
-        wrapt.find_wrapper(_current(target), handle) is not None
+        _current(target) is handle or wrapt.find_wrapper(_current(target), handle) is not None
         for target, handle in _state.handles.items())
 
 
@@ -431,6 +431,8 @@ class _Place(NamedTuple):
 
 def _place(target, handle):
     current = _current(target)
+    if current is handle:  # the usual case, without walking the chain
+        return _Place(current, True, ())
     if wrapt.find_wrapper(current, handle) is None:
         return _Place(current, False, ())
     above = itertools.takewhile(lambda entry: entry is not handle, wrapt.wrapper_chain(current))
@@ -456,8 +458,12 @@ def _remove(force):
             _warn("mxpatch_bind.uninstall(): %s; left it as it is and forgot mxpatch_bind's "
                   "wrapper, now switched off (anything still holding it calls straight "
                   "through to %r)" % (_replacement(target, place, handle), handle.__wrapped__))
+        elif place.above:
+            wrapt.unwrap_object(_owner(target), target.attribute, handle)  # splice out
         else:
-            wrapt.unwrap_object(_owner(target), target.attribute, handle)
+            # Outermost, in the class's own __dict__ where wrap_object put it: put back what
+            # it wrapped (unwrap_object would resolve the owner again, at twice the cost).
+            setattr(_owner(target), target.attribute, handle.__wrapped__)
         del _state.handles[target]
     # Whatever still holds one of these wrappers (a foreign wrapper, a saved reference put
     # back later) now runs what it wrapped, never our per-device bind.
