@@ -267,6 +267,44 @@ def test_churning_install_and_uninstall_from_threads_while_binding_is_safe():
     assert_not_patched()
 
 
+# --------------------------------------------------------------------------- options
+NOT_FLAGS = ["yes", 1, 0, None, [True]]
+
+
+@pytest.mark.parametrize("value", NOT_FLAGS, ids=repr)
+def test_install_refuses_a_force_that_is_not_a_bool_and_patches_nothing(value):
+    with pytest.raises(TypeError, match=re.escape("install(force=%r)" % (value,))) as raised:
+        mxpatch_bind.install(force=value)
+    assert "must be True or False" in str(raised.value)
+    assert_not_patched()
+
+
+@pytest.mark.parametrize("value", NOT_FLAGS, ids=repr)
+def test_uninstall_refuses_a_force_that_is_not_a_bool_and_keeps_the_count(value):
+    mxpatch_bind.install()
+    try:
+        with pytest.raises(TypeError, match=re.escape("uninstall(force=%r)" % (value,))):
+            mxpatch_bind.uninstall(force=value)
+        assert mxpatch_bind.status().refcount == 1
+    finally:
+        mxpatch_bind.uninstall()
+    assert_not_patched()
+
+
+def test_patched_refuses_a_force_that_is_not_a_bool_when_built():
+    with pytest.raises(TypeError, match=re.escape("patched(force='no')")):
+        mxpatch_bind.patched(force="no")
+    assert_not_patched()
+
+
+def test_numpy_bools_are_accepted_as_force():
+    with mxpatch_bind.patched(force=np.bool_(False)):
+        assert mxpatch_bind.is_installed()
+    mxpatch_bind.install(force=np.bool_(True))
+    mxpatch_bind.uninstall(force=np.bool_(False))
+    assert_not_patched()
+
+
 # --------------------------------------------------------------------------- version guard
 @pytest.mark.parametrize("version", ["2.0.0", "1.5.1"])
 def test_install_refuses_an_unsupported_mxnet_version_and_patches_nothing(monkeypatch, version):
