@@ -196,11 +196,12 @@ def install(*, force: bool = False) -> None:
             _state.refcount = 1
             _state.force = force
             return
+        # Before any state changes: a warnings filter may turn the warning into an error.
+        _warn_if_mxnet_is_missing()
         # Count first: the hook may run at once, and must see the pending install.
         _state.refcount = 1
         _state.force = force
         _register_import_hook()
-        _warn_if_mxnet_is_missing()
 
 
 def uninstall(*, force: bool = False) -> None:
@@ -237,14 +238,18 @@ def uninstall(*, force: bool = False) -> None:
     False
     """
     _check_flag("uninstall", "force", force)
+    news = []
     with _state.lock:
         if _state.refcount == 0:
             if not (force and _take_out_switched_off()):
                 logger.warning("mxpatch_bind.uninstall() called but the patch is not installed")
             return
         if _state.refcount == 1 and _state.handles:
-            _remove(force)
+            news = _remove(force)
         _state.refcount -= 1
+    # Only now: a warnings filter may turn a warning into an error, and the state is whole.
+    for message in news:
+        _warn(message, stacklevel=2)
 
 
 class patched(contextlib.ContextDecorator):  # pylint: disable=invalid-name
@@ -442,7 +447,9 @@ def _place(target, handle):
 def _remove(force):
     """Take every handle out of its chain, or forget it where that is impossible.
 
-    Checks every target first, so that a refusal changes nothing.
+    Checks every target first, so that a refusal changes nothing. Returns the warnings to
+    give, one per target forgotten rather than taken out, for the caller to give once the
+    state is whole again.
     """
     places = {target: _place(target, handle) for target, handle in _state.handles.items()}
     blocked = {target: place for target, place in places.items()
@@ -450,14 +457,16 @@ def _remove(force):
     if blocked and not force:
         target, place = next(iter(blocked.items()))
         raise PatchError(_refusal(target, place, _state.handles[target]))
+    news = []
     for target, handle in list(_state.handles.items()):
         place = places[target]
         if target in blocked:
-            _warn(_left_inside(target, place, handle))
+            news.append(_left_inside(target, place, handle))
         elif not place.reachable:
-            _warn("mxpatch_bind.uninstall(): %s; left it as it is and forgot mxpatch_bind's "
-                  "wrapper, now switched off (anything still holding it calls straight "
-                  "through to %r)" % (_replacement(target, place, handle), handle.__wrapped__))
+            news.append("mxpatch_bind.uninstall(): %s; left it as it is and forgot "
+                        "mxpatch_bind's wrapper, now switched off (anything still holding it "
+                        "calls straight through to %r)"
+                        % (_replacement(target, place, handle), handle.__wrapped__))
         elif place.above:
             wrapt.unwrap_object(_owner(target), target.attribute, handle)  # splice out
         else:
@@ -469,7 +478,10 @@ def _remove(force):
     # back later) now runs what it wrapped, never our per-device bind.
     _state.switch.on = False
     _state.switch = _Switch()
+    for message in news:
+        logger.warning("%s", message)
     logger.debug("mxpatch_bind restored the original methods")
+    return news
 
 
 def _refusal(target, place, handle):
@@ -497,9 +509,9 @@ def _replacement(target, place, handle):
             "mxpatch_bind's wrapper through __wrapped__" % (_target_name(target), place.current))
 
 
-def _warn(message):
-    logger.warning("%s", message)
-    warnings.warn(message, RuntimeWarning, stacklevel=4)
+def _warn(message, stacklevel):
+    """A RuntimeWarning; ``stacklevel`` as ``warnings.warn`` would count it in our caller."""
+    warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
 
 
 def _ours(target):
@@ -588,7 +600,7 @@ def _reconcile_with_classes():
         return  # nothing can be patched yet; a pending install still waits for the import
     live = {target: [entry for entry in _ours(target) if entry._self_enabled is _state.switch]
             for target in TARGETS}
-    if _state.refcount > 0 and all(entries == [_state.handles.get(target)]
+    if _state.refcount > 0 and all(len(entries) == 1 and entries[0] is _state.handles.get(target)
                                    for target, entries in live.items()):
         return
     for target, entries in live.items():
@@ -629,11 +641,13 @@ def _warn_if_mxnet_is_missing():
         _state.mxnet_findable = True
         return
     _state.warned_missing = True
-    _warn("mxpatch_bind.install(): MXNet is not installed (no module named 'mxnet' can be "
-          "found), so the patch is pending until `import mxnet` succeeds; "
-          "mxpatch_bind.status().pending says whether it still waits, and `python -m "
-          "mxpatch_bind doctor` checks the installation. Install MXNet with: %s"
-          % MXNET_INSTALL_FIX)
+    message = ("mxpatch_bind.install(): MXNet is not installed (no module named 'mxnet' can "
+               "be found), so the patch is pending until `import mxnet` succeeds; "
+               "mxpatch_bind.status().pending says whether it still waits, and `python -m "
+               "mxpatch_bind doctor` checks the installation. Install MXNet with: %s"
+               % MXNET_INSTALL_FIX)
+    logger.warning("%s", message)
+    _warn(message, stacklevel=3)
 
 
 def _register_import_hook():

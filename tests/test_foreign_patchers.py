@@ -6,6 +6,7 @@ the user keeps), no live wrapper of ours reachable from it, and status() telling
 
 import functools
 import re
+import warnings
 
 import mxnet as mx
 import pytest
@@ -117,6 +118,27 @@ def test_uninstall_forgets_a_replaced_method_with_a_warning_and_keeps_the_replac
         assert vars(owner)[name] is ORIGINALS[(owner, name)]
     assert_nothing_of_ours_is_live()
     assert mxpatch_bind.status().foreign_wrappers == ()
+
+
+def test_the_warning_points_at_the_uninstall_call():
+    mxpatch_bind.install()
+    mx.mod.Module.bind = _replacement
+    with pytest.warns(RuntimeWarning) as caught:
+        mxpatch_bind.uninstall()
+    assert caught[0].filename == __file__
+
+
+def test_a_warning_turned_into_an_error_still_leaves_the_state_whole():
+    mxpatch_bind.install()
+    mx.mod.Module.bind = _replacement
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning, match="replaced behind"):
+            mxpatch_bind.uninstall()
+    assert vars(mx.mod.Module)["bind"] is _replacement
+    for owner, name in TARGETS[1:]:
+        assert vars(owner)[name] is ORIGINALS[(owner, name)]
+    assert_nothing_of_ours_is_live()
 
 
 def test_a_replacement_that_calls_our_wrapper_by_reference_calls_stock_after_uninstall():

@@ -458,6 +458,21 @@ def test_install_without_mxnet_installed_warns_once_naming_the_check_and_the_fix
         assert part in message, part
 
 
+def test_install_without_mxnet_under_an_error_filter_raises_and_counts_nothing():
+    out = _run_python(_HIDE_MXNET + """
+    import warnings
+    import mxpatch_bind
+    warnings.simplefilter('error')
+    try:
+        mxpatch_bind.install()
+    except RuntimeWarning:
+        print('raised')
+    status = mxpatch_bind.status()
+    assert (status.refcount, status.pending) == (0, False), status
+    """)
+    assert out.split() == ["raised"]
+
+
 def test_install_before_importing_an_installed_mxnet_does_not_warn():
     out = _run_python("""
     import warnings
