@@ -19,7 +19,7 @@ CHILD_LIMIT_S = 120  # a limit on hangs, not a benchmark: the child needs about 
 
 # Shared by every scenario: the originals, the child's checks, and fork-and-wait.
 PRELUDE = """
-import os, sys, threading, time, traceback
+import builtins, os, sys, threading, time, traceback
 import mxnet as mx
 import wrapt
 import mxpatch_bind
@@ -27,7 +27,7 @@ from mxpatch_bind import patching
 
 TARGETS = [(mx.mod.Module, 'bind'), (mx.mod.Module, 'reshape'), (mx.mod.BucketingModule, 'bind')]
 ORIGINALS = {(owner, name): vars(owner)[name] for owner, name in TARGETS}
-REAL_WRAP, REAL_UNWRAP = wrapt.wrap_object, wrapt.unwrap_object
+REAL_WRAP = wrapt.wrap_object
 NET = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=2, name='fc')
 
 
@@ -53,7 +53,8 @@ def install_bind_uninstall(refcount):
 
 
 def child(refcount):
-    wrapt.wrap_object, wrapt.unwrap_object = REAL_WRAP, REAL_UNWRAP
+    wrapt.wrap_object = REAL_WRAP
+    vars(patching).pop('setattr', None)
     try:
         check_classes_match(refcount)
         install_bind_uninstall(refcount)
@@ -94,10 +95,9 @@ def hold_the_lock():
     return release
 
 
-def stop_inside(name, on_call):
-    # Replace a wrapt function patching calls under its lock with one that does the real
-    # work, then stops there for good on its ``on_call``-th call from the other thread.
-    real = getattr(wrapt, name)
+def stop_inside(namespace, name, real, on_call):
+    # Replace a function patching calls under its lock, once per target, with one that does
+    # the real work, then stops there for good on its ``on_call``-th call.
     calls, stopped = [], threading.Event()
 
     def stopping(*args, **kwargs):
@@ -108,7 +108,7 @@ def stop_inside(name, on_call):
             threading.Event().wait()
         return result
 
-    setattr(wrapt, name, stopping)
+    setattr(namespace, name, stopping)
     return stopped
 """ % {"limit": CHILD_LIMIT_S}
 
@@ -143,9 +143,9 @@ def test_a_child_forked_halfway_through_an_install_starts_with_nothing_patched()
     # The other thread stops right after wrapping the second target and before recording
     # it: the child finds a wrapper of ours that its state never heard of.
     lines = _run("""
-        stopped = stop_inside('wrap_object', 2)
+        stopped = stop_inside(wrapt, 'wrap_object', REAL_WRAP, 2)
         threading.Thread(target=mxpatch_bind.install, daemon=True).start()
-        stopped.wait()
+        assert stopped.wait(60), 'the other thread never got there'
         assert type(vars(mx.mod.Module)['reshape']).__name__ == '_Wrapper'
         fork_and_wait(0)
     """)
@@ -154,12 +154,13 @@ def test_a_child_forked_halfway_through_an_install_starts_with_nothing_patched()
 
 def test_a_child_forked_halfway_through_an_uninstall_keeps_the_whole_patch():
     # The count still says installed (it drops only after the work): the child gets every
-    # target patched again, then uninstalls normally.
+    # target patched again, then uninstalls normally. uninstall() puts an outermost wrapper's
+    # original back with the builtin setattr: a module global of that name shadows it.
     lines = _run("""
         mxpatch_bind.install()
-        stopped = stop_inside('unwrap_object', 2)
+        stopped = stop_inside(patching, 'setattr', builtins.setattr, 2)
         threading.Thread(target=mxpatch_bind.uninstall, daemon=True).start()
-        stopped.wait()
+        assert stopped.wait(60), 'the other thread never got there'
         assert vars(mx.mod.Module)['reshape'] is ORIGINALS[(mx.mod.Module, 'reshape')]
         fork_and_wait(1)
     """)
