@@ -5,15 +5,16 @@ once, in :data:`TARGETS`, which install, uninstall, the version guard and status
 
 Policies, each decided here:
 
-* **Other patchers.** ``uninstall()`` takes our wrapper out with ``wrapt.unwrap_object``:
-  the original is put back when ours is outermost, and ours is spliced out from under wrapt
-  wrappers put on top of it. A target that no longer reaches our wrapper through
+* **Other patchers.** ``uninstall()`` puts back what our wrapper wrapped when ours is
+  outermost, and splices ours out from under wrapt wrappers put on top of it
+  (``wrapt.unwrap_object``). A target that no longer reaches our wrapper through
   ``__wrapped__`` (replaced, or restored to MXNet's original, behind our back) is forgotten
   with a ``RuntimeWarning`` naming what is there now. A wrapper that is not wrapt's sitting
   directly on ours cannot be spliced, so ``uninstall()`` refuses with :class:`PatchError`
   and changes nothing; ``uninstall(force=True)`` leaves it in place instead. Every wrapper
   we remove or forget is switched off (``FunctionWrapper(enabled=...)``), so anything still
-  holding one, such as that foreign wrapper, calls straight through to what ours wrapped.
+  holding one, such as that foreign wrapper, calls straight through to what ours wrapped;
+  once uncovered, ``uninstall(force=True)`` with nothing installed takes such wrappers out.
   ``is_installed()`` is true only while every target still reaches a live wrapper of ours.
 * **fork().** The child gets a fresh lock (the parent's may be held by a thread the child
   does not have) and classes that match the install count: a child forked in the middle of
