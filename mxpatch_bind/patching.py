@@ -2,17 +2,41 @@
 
 All patch state lives in one :class:`_State` behind one lock. The patched targets are declared
 once, in :data:`TARGETS`, which install, uninstall, the version guard and status all read.
+
+Policies, each decided here:
+
+* **Other patchers.** ``uninstall()`` puts back what our wrapper wrapped when ours is
+  outermost, and splices ours out from under wrapt wrappers put on top of it
+  (``wrapt.unwrap_object``). A target that no longer reaches our wrapper through
+  ``__wrapped__`` (replaced, or restored to MXNet's original, behind our back) is forgotten
+  with a ``RuntimeWarning`` naming what is there now. A wrapper that is not wrapt's sitting
+  directly on ours cannot be spliced, so ``uninstall()`` refuses with :class:`PatchError`
+  and changes nothing; ``uninstall(force=True)`` leaves it in place instead. Every wrapper
+  we remove or forget is switched off (``FunctionWrapper(enabled=...)``), so anything still
+  holding one, such as that foreign wrapper, calls straight through to what ours wrapped;
+  once uncovered, ``uninstall(force=True)`` with nothing installed takes such wrappers out.
+  ``is_installed()`` is true only while every target still reaches a live wrapper of ours.
+* **fork().** The child gets a fresh lock (the parent's may be held by a thread the child
+  does not have) and classes that match the install count: a child forked in the middle of
+  another thread's install or uninstall has every wrapper of ours taken out of its classes,
+  then, if the count says installed, the patch applied again.
+* **MXNet not installed.** ``install()`` before ``import mxnet`` waits for the import; if no
+  ``mxnet`` module can be found at all, it warns once, naming the fix.
 """
 
 import contextlib
 import importlib
+import importlib.util
 import inspect
+import itertools
 import logging
+import os
 import re
 import sys
 import threading
 import warnings
 from collections import namedtuple
+from typing import Any, Literal, NamedTuple, Optional, Tuple
 
 import wrapt
 
@@ -23,6 +47,9 @@ __all__ = ["install", "uninstall", "patched", "is_installed", "status", "PatchSt
 logger = logging.getLogger(__name__)
 
 SUPPORTED_VERSIONS = ((1, 6), (1, 9))  # inclusive range of (major, minor)
+
+MXNET_INSTALL_FIX = ('pip install "mxnet==1.9.1" "numpy<1.24" (or an mxnet-cuXXX 1.9.1 build '
+                     'for NVIDIA GPUs)')
 
 _BIND_PARAMETERS = ("self", "data_shapes", "label_shapes", "for_training", "inputs_need_grad",
                     "force_rebind", "shared_module", "grad_req")
@@ -47,14 +74,14 @@ def _target_name(target):
     return "%s.%s.%s" % (target.module, target.owner, target.attribute)
 
 
-class PatchStatus(namedtuple("PatchStatus", ["installed", "refcount", "pending", "mxnet_version",
-                                             "targets", "foreign_wrappers"])):
+class PatchStatus(NamedTuple):
     """A snapshot of the patch state, returned by :func:`status`.
 
     Attributes
     ----------
     installed : bool
-        Whether MXNet's methods are patched right now.
+        Whether MXNet's methods are patched right now: every target still reaches a live
+        wrapper of ours (false if someone replaced one behind our back).
     refcount : int
         Outstanding :func:`install` calls (each needs one :func:`uninstall`).
     pending : bool
@@ -64,7 +91,10 @@ class PatchStatus(namedtuple("PatchStatus", ["installed", "refcount", "pending",
     targets : tuple of str
         The patched methods, e.g. ``'mxnet.module.module.Module.bind'``.
     foreign_wrappers : tuple of str
-        Wrappers someone else put on top of ours, as ``'target: repr'``.
+        What other patchers did to the targets, one sentence each, as ``'target: what'``:
+        wrappers put on top of ours (saying whether :func:`uninstall` can take ours out
+        from under them), a target replaced or restored behind our back, and switched-off
+        wrappers of ours still held in someone's chain.
 
     Examples
     --------
@@ -73,7 +103,29 @@ class PatchStatus(namedtuple("PatchStatus", ["installed", "refcount", "pending",
     'mxnet.module.module.Module.bind'
     """
 
-    __slots__ = ()
+    installed: bool
+    refcount: int
+    pending: bool
+    mxnet_version: Optional[str]
+    targets: Tuple[str, ...]
+    foreign_wrappers: Tuple[str, ...]
+
+
+class _Wrapper(wrapt.FunctionWrapper):
+    """The type of every wrapper we install: ours are told apart by type, even without a
+    handle (a child forked in the middle of an install has wrappers it never recorded)."""
+
+
+class _Switch:
+    """The ``enabled`` of one install's wrappers: off once they are removed or forgotten."""
+
+    __slots__ = ("on",)
+
+    def __init__(self):
+        self.on = True
+
+    def __call__(self):
+        return self.on
 
 
 class _State:
@@ -82,26 +134,31 @@ class _State:
     def __init__(self):
         self.lock = threading.RLock()
         self.refcount = 0
-        self.handles = {}  # Target -> the FunctionWrapper we installed, while applied
-        self.force = False
+        self.handles = {}  # Target -> the _Wrapper we installed, while applied
+        self.switch = _Switch()  # enables the wrappers in ``handles``
+        self.force = False  # the force of the install() that applied (or will apply) the patch
         self.hook_registered = False
         # The last check_mxnet: (version, the methods checked, problems), reused while MXNet
         # has the same version and the same method objects (inspect.signature is most of
         # an install/uninstall cycle otherwise).
         self.checked = None
+        # find_spec('mxnet') found MXNet once (it is not asked again), or we warned it is missing.
+        self.mxnet_findable = False
+        self.warned_missing = False
 
 
 _state = _State()
 
 
 # --------------------------------------------------------------------------- public API
-def install(*, force=False):
+def install(*, force: bool = False) -> None:
     """Patch ``Module.bind`` / ``Module.reshape`` to accept per-device shape lists.
 
     Reference-counted: each call needs one :func:`uninstall`; the patch is applied by the
-    first. Thread-safe. Before touching anything it checks ``mxnet.__version__`` (1.6–1.9.x)
-    and the parameters of the methods it replaces. Called before ``import mxnet``, it patches
-    when MXNet is imported.
+    first. Thread-safe, and safe across ``fork()``. Before touching anything it checks
+    ``mxnet.__version__`` (1.6–1.9.x) and the parameters of the methods it replaces. Called
+    before ``import mxnet``, it patches when MXNet is imported; if MXNet is not installed at
+    all it says so once (a ``RuntimeWarning``, also logged) and keeps waiting.
 
     Parameters
     ----------
@@ -113,6 +170,8 @@ def install(*, force=False):
     UnsupportedMXNetError
         MXNet's version or a patched method's parameters are not the expected ones;
         nothing is patched.
+    TypeError
+        ``force`` is not ``True`` or ``False``.
 
     Examples
     --------
@@ -124,6 +183,7 @@ def install(*, force=False):
     >>> mxpatch_bind.is_installed()
     False
     """
+    _check_flag("install", "force", force)
     _wait_for_an_import_in_progress()
     with _state.lock:
         if _state.refcount > 0:
@@ -135,24 +195,39 @@ def install(*, force=False):
         if mx is not None:
             _apply(mx, force)
             _state.refcount = 1
+            _state.force = force
             return
+        # Before any state changes: a warnings filter may turn the warning into an error.
+        _warn_if_mxnet_is_missing()
         # Count first: the hook may run at once, and must see the pending install.
         _state.refcount = 1
         _state.force = force
         _register_import_hook()
 
 
-def uninstall():
+def uninstall(*, force: bool = False) -> None:
     """Undo one :func:`install`; the last one restores MXNet's original methods by identity.
 
     If another wrapt wrapper was put on top of ours since, ours is spliced out from under
-    it and theirs keeps working. Called with nothing installed, it logs a warning.
+    it and theirs keeps working. If a method was replaced or restored behind our back (ours
+    no longer reachable from it), ours is forgotten with a ``RuntimeWarning`` naming what is
+    there now, and what is there is kept. Called with nothing installed, it logs a warning.
+
+    Parameters
+    ----------
+    force : bool
+        Default ``False``. Let the last uninstall go ahead under a wrapper that is not
+        wrapt's: that wrapper stays where it is and ours, inside it, is switched off (it
+        calls straight through to what it wrapped) and forgotten. With nothing installed,
+        take out every switched-off wrapper of ours still found in a method's chain.
 
     Raises
     ------
     PatchError
-        Something that is not a wrapt wrapper sits on top of a patched method; nothing is
-        changed (ours stays in place and the count is kept).
+        Without ``force``: something that is not a wrapt wrapper sits directly on a patched
+        method's wrapper; nothing is changed (ours stays in place and the count is kept).
+    TypeError
+        ``force`` is not ``True`` or ``False``.
 
     Examples
     --------
@@ -163,13 +238,19 @@ def uninstall():
     >>> mxpatch_bind.uninstall(); mxpatch_bind.is_installed()
     False
     """
+    _check_flag("uninstall", "force", force)
+    news = []
     with _state.lock:
         if _state.refcount == 0:
-            logger.warning("mxpatch_bind.uninstall() called but the patch is not installed")
+            if not (force and _take_out_switched_off()):
+                logger.warning("mxpatch_bind.uninstall() called but the patch is not installed")
             return
         if _state.refcount == 1 and _state.handles:
-            _remove()
+            news = _remove(force)
         _state.refcount -= 1
+    # Only now: a warnings filter may turn a warning into an error, and the state is whole.
+    for message in news:
+        _warn(message, stacklevel=2)
 
 
 class patched(contextlib.ContextDecorator):  # pylint: disable=invalid-name
@@ -182,6 +263,11 @@ class patched(contextlib.ContextDecorator):  # pylint: disable=invalid-name
     ----------
     force : bool
         Passed to :func:`install`.
+
+    Raises
+    ------
+    TypeError
+        ``force`` is not ``True`` or ``False`` (raised here, before anything is patched).
 
     Examples
     --------
@@ -196,20 +282,25 @@ class patched(contextlib.ContextDecorator):  # pylint: disable=invalid-name
     (True, False)
     """
 
-    def __init__(self, *, force=False):
+    def __init__(self, *, force: bool = False) -> None:
+        _check_flag("patched", "force", force)
         self.force = force
 
-    def __enter__(self):
+    def __enter__(self) -> "patched":
         install(force=self.force)
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: Any) -> Literal[False]:
         uninstall()
         return False
 
 
-def is_installed():
+def is_installed() -> bool:
     """Whether MXNet's ``Module.bind`` / ``reshape`` are patched right now.
+
+    True only while every patched method still reaches a live wrapper of ours: if another
+    patcher replaced one behind our back this is false, although the install count (see
+    :func:`status`) still waits for its :func:`uninstall`.
 
     Examples
     --------
@@ -218,10 +309,10 @@ def is_installed():
     False
     """
     with _state.lock:
-        return bool(_state.handles)
+        return _in_force()
 
 
-def status():
+def status() -> PatchStatus:
     """A :class:`PatchStatus` snapshot: installed, refcount, MXNet version, targets, wrappers.
 
     Examples
@@ -235,13 +326,22 @@ def status():
     with _state.lock:
         mx = sys.modules.get("mxnet")
         return PatchStatus(
-            installed=bool(_state.handles),
+            installed=_in_force(),
             refcount=_state.refcount,
             pending=_state.refcount > 0 and not _state.handles,
             mxnet_version=getattr(mx, "__version__", None),
             targets=tuple(_target_name(t) for t in TARGETS),
             foreign_wrappers=tuple(_foreign_wrappers()),
         )
+
+
+def _check_flag(call, name, value):
+    """Options that are flags take True or False (numpy's bool too), nothing merely truthy."""
+    if isinstance(value, bool) or type(value).__module__ == "numpy" and type(
+            value).__name__ == "bool_":
+        return
+    raise TypeError("mxpatch_bind.%s(%s=%r): %s must be True or False"
+                    % (call, name, value, name))
 
 
 # --------------------------------------------------------------------------- applying
@@ -256,6 +356,11 @@ def _imported_mxnet():
 
 def _owner(target):
     return getattr(sys.modules[target.module], target.owner)
+
+
+def _current(target):
+    """What the class's own ``__dict__`` holds for the target (``None`` if it was deleted)."""
+    return vars(_owner(target)).get(target.attribute)
 
 
 def check_mxnet(mx):
@@ -298,63 +403,166 @@ def _apply(mx, force):
     from . import binding
     try:
         for target in TARGETS:
-            wrapper = getattr(binding, target.wrapper)
-            _state.handles[target] = wrapt.wrap_function_wrapper(
-                _owner(target), target.attribute, wrapper)
+            _state.handles[target] = wrapt.wrap_object(
+                _owner(target), target.attribute, _Wrapper,
+                (getattr(binding, target.wrapper),), {"enabled": _state.switch})
     except BaseException:
-        _remove()  # all or nothing: undo the targets already wrapped
+        _remove(force=True)  # all or nothing: undo the targets already wrapped
         raise
     logger.debug("mxpatch_bind patched %s", ", ".join(_target_name(t) for t in TARGETS))
 
 
-def _remove():
-    # Check every target first so that a refusal changes nothing.
-    above = {target: _removable_above(target, handle)
-             for target, handle in _state.handles.items()}
+def _in_force():
+    """Every target still reaches the wrapper we installed on it."""
+    return bool(_state.handles) and all(
+        _current(target) is handle or wrapt.find_wrapper(_current(target), handle) is not None
+        for target, handle in _state.handles.items())
+
+
+# --------------------------------------------------------------------------- removing
+class _Place(NamedTuple):
+    """Where our wrapper stands in one target's chain, as uninstall and status see it."""
+
+    current: Any  # what the class's own __dict__ holds
+    reachable: bool  # ours is in the chain that starts there
+    above: Tuple[Any, ...]  # the chain entries above ours, outermost first
+
+    @property
+    def blocker(self):
+        """The wrapper directly on ours if it is not wrapt's (ours cannot be spliced out)."""
+        if self.above and not issubclass(type(self.above[-1]), wrapt.BaseObjectProxy):
+            return self.above[-1]
+        return None
+
+
+def _place(target, handle):
+    current = _current(target)
+    if current is handle:  # the usual case, without walking the chain
+        return _Place(current, True, ())
+    if wrapt.find_wrapper(current, handle) is None:
+        return _Place(current, False, ())
+    above = itertools.takewhile(lambda entry: entry is not handle, wrapt.wrapper_chain(current))
+    return _Place(current, True, tuple(above))
+
+
+def _remove(force):
+    """Take every handle out of its chain, or forget it where that is impossible.
+
+    Checks every target first, so that a refusal changes nothing. Returns the warnings to
+    give, one per target forgotten rather than taken out, for the caller to give once the
+    state is whole again.
+    """
+    places = {target: _place(target, handle) for target, handle in _state.handles.items()}
+    blocked = {target: place for target, place in places.items()
+               if place.reachable and place.blocker is not None}
+    if blocked and not force:
+        target, place = next(iter(blocked.items()))
+        raise PatchError(_refusal(target, place, _state.handles[target]))
+    news = []
     for target, handle in list(_state.handles.items()):
-        if above[target]:
-            # Someone's wrapt wrapper sits on ours: splice ours out from under it.
-            wrapt.unwrap_object(_owner(target), target.attribute, handle)
+        place = places[target]
+        if target in blocked:
+            news.append(_left_inside(target, place, handle))
+        elif not place.reachable:
+            news.append("mxpatch_bind.uninstall(): %s; left it as it is and forgot "
+                        "mxpatch_bind's wrapper, now switched off (anything still holding it "
+                        "calls straight through to %r)"
+                        % (_replacement(target, place, handle), handle.__wrapped__))
+        elif place.above:
+            wrapt.unwrap_object(_owner(target), target.attribute, handle)  # splice out
         else:
-            # Ours is outermost, in the class's own __dict__: put the original back.
+            # Outermost, in the class's own __dict__ where wrap_object put it: put back what
+            # it wrapped (unwrap_object would resolve the owner again, at twice the cost).
             setattr(_owner(target), target.attribute, handle.__wrapped__)
         del _state.handles[target]
+    # Whatever still holds one of these wrappers (a foreign wrapper, a saved reference put
+    # back later) now runs what it wrapped, never our per-device bind.
+    _state.switch.on = False
+    _state.switch = _Switch()
+    for message in news:
+        logger.warning("%s", message)
     logger.debug("mxpatch_bind restored the original methods")
+    return news
 
 
-def _chain_above(target, handle):
-    """The chain entries above our wrapper, or ``None`` if ours is no longer reachable."""
-    above = []
-    for entry in wrapt.wrapper_chain(vars(_owner(target)).get(target.attribute)):
-        if entry is handle:
-            return above
-        above.append(entry)
-    return None
+def _refusal(target, place, handle):
+    return ("cannot uninstall: %s is wrapped by %r, which is not a wrapt wrapper, so "
+            "mxpatch_bind's wrapper cannot be taken out from under it. Nothing was changed. "
+            "Remove that wrapper first (put back what it wraps) and call uninstall() again, "
+            "or call mxpatch_bind.uninstall(force=True) to keep it: mxpatch_bind's wrapper "
+            "inside it is then switched off and calls straight through to %r"
+            % (_target_name(target), place.blocker, handle.__wrapped__))
 
 
-def _removable_above(target, handle):
-    """The wrappers above ours, after checking ours can be taken out from under them."""
-    above = _chain_above(target, handle)
-    if above is None:
-        raise PatchError("cannot uninstall: %s was replaced by %r, which does not wrap the "
-                         "mxpatch_bind wrapper; restore it first"
-                         % (_target_name(target), vars(_owner(target)).get(target.attribute)))
-    if above and not isinstance(above[-1], wrapt.BaseObjectProxy):
-        raise PatchError("cannot uninstall: %s is wrapped by %r, which is not a wrapt wrapper, "
-                         "so mxpatch_bind cannot be spliced out from under it; remove it first"
-                         % (_target_name(target), above[-1]))
-    return above
+def _left_inside(target, place, handle):
+    return ("mxpatch_bind.uninstall(force=True): %s stays wrapped by %r, which is not a wrapt "
+            "wrapper; mxpatch_bind's wrapper inside it is switched off (it calls straight "
+            "through to %r) and forgotten" % (_target_name(target), place.blocker,
+                                              handle.__wrapped__))
 
 
+def _replacement(target, place, handle):
+    """What happened to a target whose chain no longer reaches our wrapper, as a clause."""
+    if place.current is wrapt.unwrapped(handle):
+        return ("%s was restored to MXNet's original %r behind mxpatch_bind's back"
+                % (_target_name(target), place.current))
+    return ("%s was replaced behind mxpatch_bind's back by %r, which does not reach "
+            "mxpatch_bind's wrapper through __wrapped__" % (_target_name(target), place.current))
+
+
+def _warn(message, stacklevel):
+    """A RuntimeWarning; ``stacklevel`` as ``warnings.warn`` would count it in our caller."""
+    warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
+
+
+def _ours(target):
+    """Every wrapper of ours in the target's chain, outermost first."""
+    return [entry for entry in wrapt.wrapper_chain(_current(target))
+            if issubclass(type(entry), _Wrapper)]
+
+
+def _take_out(target, entry):
+    """Remove one wrapper of ours from the target's chain; False if a foreign one covers it."""
+    try:
+        wrapt.unwrap_object(_owner(target), target.attribute, entry)
+    except wrapt.WrapperNotOutermostError:
+        return False
+    return True
+
+
+def _take_out_switched_off():
+    """With nothing installed: take out the switched-off wrappers of ours still in chains."""
+    if _imported_mxnet() is None:
+        return False
+    taken = [(target, entry) for target in TARGETS for entry in _ours(target)
+             if _take_out(target, entry)]
+    for target, entry in taken:
+        logger.info("mxpatch_bind.uninstall(force=True): took a switched-off wrapper %s out "
+                    "of %s", _describe(entry), _target_name(target))
+    return bool(taken)
+
+
+# --------------------------------------------------------------------------- status
 def _foreign_wrappers():
     found = []
     for target, handle in _state.handles.items():
-        above = _chain_above(target, handle)
-        if above is None:
-            found.append("%s: replaced by %r" % (_target_name(target),
-                                                 vars(_owner(target)).get(target.attribute)))
-        for entry in above or ():
-            found.append("%s: %s" % (_target_name(target), _describe(entry)))
+        place = _place(target, handle)
+        if not place.reachable:
+            found.append("%s; uninstall() will forget mxpatch_bind's wrapper"
+                         % _replacement(target, place, handle))
+        for entry in place.above:
+            note = ""
+            if entry is place.blocker:
+                note = (" (not a wrapt wrapper: uninstall() refuses to take mxpatch_bind's "
+                        "wrapper out from under it; uninstall(force=True) leaves it in place "
+                        "with ours switched off)")
+            found.append("%s: %s%s" % (_target_name(target), _describe(entry), note))
+    if _imported_mxnet() is not None:
+        found.extend("%s: %s, switched off (calls straight through; uninstall(force=True) "
+                     "with nothing installed takes it out)" % (_target_name(target),
+                                                              _describe(entry))
+                     for target in TARGETS for entry in _ours(target)
+                     if entry is not _state.handles.get(target))
     return found
 
 
@@ -363,12 +571,86 @@ def _describe(entry):
     wrapper = getattr(entry, "_self_wrapper", None)
     if wrapper is None:
         return repr(entry)
-    return "%s at 0x%x running %s.%s" % (type(entry).__name__, id(entry),
-                                         getattr(wrapper, "__module__", "?"),
-                                         getattr(wrapper, "__qualname__", repr(wrapper)))
+    owner = "an mxpatch_bind " if issubclass(type(entry), _Wrapper) else ""
+    return "%s%s at 0x%x running %s.%s" % (owner, type(entry).__name__, id(entry),
+                                           getattr(wrapper, "__module__", "?"),
+                                           getattr(wrapper, "__qualname__", repr(wrapper)))
+
+
+# --------------------------------------------------------------------------- fork
+def _after_fork_in_child():
+    """The child of ``fork()`` has only the forking thread: a fresh lock, consistent classes."""
+    _state.lock = threading.RLock()
+    try:
+        _reconcile_with_classes()
+    except Exception:  # pylint: disable=broad-except
+        # An exception here is only printed by CPython; say what it means for the patch.
+        logger.exception("mxpatch_bind: could not make the patch state match the classes "
+                         "after fork(); status() and the classes may disagree")
+
+
+def _reconcile_with_classes():
+    """After fork: keep a complete patch that matches the count, else take ours out and redo.
+
+    Another thread may have been anywhere inside install() or uninstall() when the parent
+    forked: wrappers in classes but not yet in ``handles``, or some already removed. The
+    count is changed only after that work, so it says what the last finished call left.
+    """
+    mx = _imported_mxnet()
+    if mx is None:
+        return  # nothing can be patched yet; a pending install still waits for the import
+    live = {target: [entry for entry in _ours(target) if entry._self_enabled is _state.switch]
+            for target in TARGETS}
+    if _state.refcount > 0 and all(len(entries) == 1 and entries[0] is _state.handles.get(target)
+                                   for target, entries in live.items()):
+        return
+    for target, entries in live.items():
+        for entry in entries:
+            _take_out(target, entry)
+    _state.handles.clear()
+    _state.switch.on = False
+    _state.switch = _Switch()
+    if _state.refcount > 0:
+        try:
+            _apply(mx, _state.force)
+        except UnsupportedMXNetError as error:
+            _state.refcount = 0
+            logger.error("mxpatch_bind: the patch could not be applied again after fork(): %s",
+                         error)
+    logger.info("mxpatch_bind: forked during another thread's install/uninstall; the child's "
+                "patch now matches its count (%d)", _state.refcount)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # --------------------------------------------------------------------------- deferred install
+def _warn_if_mxnet_is_missing():
+    """Say once that the pending install will wait forever unless MXNet gets installed.
+
+    ``find_spec`` walks ``sys.path``, so a positive answer is remembered: install() stays
+    cheap for the usual program that imports mxpatch_bind before MXNet.
+    """
+    if _state.mxnet_findable or _state.warned_missing or "mxnet" in sys.modules:
+        return
+    try:
+        findable = importlib.util.find_spec("mxnet") is not None
+    except (ImportError, ValueError):
+        findable = False
+    if findable:
+        _state.mxnet_findable = True
+        return
+    _state.warned_missing = True
+    message = ("mxpatch_bind.install(): MXNet is not installed (no module named 'mxnet' can "
+               "be found), so the patch is pending until `import mxnet` succeeds; "
+               "mxpatch_bind.status().pending says whether it still waits, and `python -m "
+               "mxpatch_bind doctor` checks the installation. Install MXNet with: %s"
+               % MXNET_INSTALL_FIX)
+    logger.warning("%s", message)
+    _warn(message, stacklevel=3)
+
+
 def _register_import_hook():
     # wrapt's post-import hooks cannot be unregistered, so register once per import and let
     # the hook check whether an install() is still waiting (uninstall() may have cancelled it).

@@ -1,6 +1,5 @@
 """The patch lifecycle: install / uninstall / patched() / status, and what survives uninstall."""
 
-import functools
 import inspect
 import logging
 import os
@@ -14,10 +13,9 @@ import types
 import mxnet as mx
 import numpy as np
 import pytest
-import wrapt
 
 import mxpatch_bind
-from mxpatch_bind import PatchError, UnsupportedMXNetError
+from mxpatch_bind import UnsupportedMXNetError
 from nets import conv_net, mlp
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -200,117 +198,7 @@ def test_patched_methods_keep_the_original_signature_and_docstring(owner, name):
 
 
 # --------------------------------------------------------------------------- foreign wrappers
-def _counting_wrapper(calls):
-    def count_binds(wrapped, instance, args, kwargs):
-        calls.append(instance)
-        return wrapped(*args, **kwargs)
-    return count_binds
-
-
-def _bind_stock_mlp():
-    mod = mx.mod.Module(mlp(), context=mx.cpu(0))
-    mod.bind([("data", (2, 5))], [("softmax_label", (2,))])
-    return mod
-
-
-def test_status_names_a_foreign_wrapt_wrapper_put_on_top():
-    mxpatch_bind.install()
-    theirs = wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper([]))
-    try:
-        (entry,) = mxpatch_bind.status().foreign_wrappers
-        assert entry.startswith("mxnet.module.module.Module.bind: ")
-        assert ("%x" % id(theirs)) in entry
-    finally:
-        mxpatch_bind.uninstall()
-        wrapt.unwrap_object(mx.mod.Module, "bind", theirs)
-    assert_not_patched()
-
-
-def test_uninstall_splices_ours_out_from_under_a_foreign_wrapt_wrapper():
-    calls = []
-    mxpatch_bind.install()
-    theirs = wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper(calls))
-    try:
-        mxpatch_bind.uninstall()
-        assert not mxpatch_bind.is_installed()
-        assert vars(mx.mod.Module)["bind"] is theirs
-        assert theirs.__wrapped__ is ORIGINALS[(mx.mod.Module, "bind")]
-        mod = _bind_stock_mlp()
-        assert calls == [mod] and mod.binded
-        assert mxpatch_bind.status().foreign_wrappers == ()
-    finally:
-        wrapt.unwrap_object(mx.mod.Module, "bind", theirs)
-    assert_not_patched()
-
-
-def test_removing_the_foreign_wrapper_afterwards_restores_the_original_by_identity():
-    mxpatch_bind.install()
-    theirs = wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper([]))
-    mxpatch_bind.uninstall()
-    wrapt.unwrap_object(mx.mod.Module, "bind", theirs)
-    assert_not_patched()
-
-
-def test_a_foreign_wrapt_wrapper_beneath_ours_survives_uninstall():
-    calls = []
-    theirs = wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper(calls))
-    try:
-        with mxpatch_bind.patched():
-            assert mxpatch_bind.status().foreign_wrappers == ()
-        assert vars(mx.mod.Module)["bind"] is theirs
-        _bind_stock_mlp()
-        assert len(calls) == 1
-    finally:
-        wrapt.unwrap_object(mx.mod.Module, "bind", theirs)
-    assert_not_patched()
-
-
-def test_uninstall_refuses_when_a_plain_function_wraps_ours_and_changes_nothing():
-    mxpatch_bind.install()
-    ours = vars(mx.mod.Module)["bind"]
-
-    @functools.wraps(ours)
-    def plain(*args, **kwargs):
-        return ours(*args, **kwargs)
-
-    mx.mod.Module.bind = plain
-    try:
-        with pytest.raises(PatchError, match="%x" % id(plain)) as raised:
-            mxpatch_bind.uninstall()
-        assert "Module.bind" in str(raised.value)
-        assert mxpatch_bind.is_installed()
-        assert mxpatch_bind.status().refcount == 1
-        assert vars(mx.mod.Module)["bind"] is plain
-        assert plain.__wrapped__ is ours
-        assert ours.__wrapped__ is ORIGINALS[(mx.mod.Module, "bind")]
-        for owner, name in TARGETS[1:]:
-            assert vars(owner)[name].__wrapped__ is ORIGINALS[(owner, name)]
-    finally:
-        mx.mod.Module.bind = ours
-    mxpatch_bind.uninstall()
-    assert_not_patched()
-
-
-def test_uninstall_refuses_when_a_target_was_replaced_wholesale_and_changes_nothing():
-    mxpatch_bind.install()
-    ours = vars(mx.mod.Module)["reshape"]
-
-    def replacement(self, data_shapes, label_shapes=None):
-        raise NotImplementedError
-
-    mx.mod.Module.reshape = replacement
-    try:
-        with pytest.raises(PatchError, match="replacement") as raised:
-            mxpatch_bind.uninstall()
-        assert "Module.reshape" in str(raised.value)
-        assert mxpatch_bind.is_installed()
-        assert mxpatch_bind.status().refcount == 1
-        assert vars(mx.mod.Module)["reshape"] is replacement
-        assert vars(mx.mod.Module)["bind"].__wrapped__ is ORIGINALS[(mx.mod.Module, "bind")]
-    finally:
-        mx.mod.Module.reshape = ours
-    mxpatch_bind.uninstall()
-    assert_not_patched()
+# Other patchers (wrapt and not): tests/test_foreign_patchers.py.
 
 
 # --------------------------------------------------------------------------- threads
@@ -376,6 +264,44 @@ def test_churning_install_and_uninstall_from_threads_while_binding_is_safe():
     assert errors == []
     assert violations == []
     assert len(bound) == 40 and all(mod.binded for mod in bound)
+    assert_not_patched()
+
+
+# --------------------------------------------------------------------------- options
+NOT_FLAGS = ["yes", 1, 0, None, [True]]
+
+
+@pytest.mark.parametrize("value", NOT_FLAGS, ids=repr)
+def test_install_refuses_a_force_that_is_not_a_bool_and_patches_nothing(value):
+    with pytest.raises(TypeError, match=re.escape("install(force=%r)" % (value,))) as raised:
+        mxpatch_bind.install(force=value)
+    assert "must be True or False" in str(raised.value)
+    assert_not_patched()
+
+
+@pytest.mark.parametrize("value", NOT_FLAGS, ids=repr)
+def test_uninstall_refuses_a_force_that_is_not_a_bool_and_keeps_the_count(value):
+    mxpatch_bind.install()
+    try:
+        with pytest.raises(TypeError, match=re.escape("uninstall(force=%r)" % (value,))):
+            mxpatch_bind.uninstall(force=value)
+        assert mxpatch_bind.status().refcount == 1
+    finally:
+        mxpatch_bind.uninstall()
+    assert_not_patched()
+
+
+def test_patched_refuses_a_force_that_is_not_a_bool_when_built():
+    with pytest.raises(TypeError, match=re.escape("patched(force='no')")):
+        mxpatch_bind.patched(force="no")
+    assert_not_patched()
+
+
+def test_numpy_bools_are_accepted_as_force():
+    with mxpatch_bind.patched(force=np.bool_(False)):
+        assert mxpatch_bind.is_installed()
+    mxpatch_bind.install(force=np.bool_(True))
+    mxpatch_bind.uninstall(force=np.bool_(False))
     assert_not_patched()
 
 
@@ -479,6 +405,85 @@ def test_uninstall_before_importing_mxnet_cancels_the_pending_install():
         print('ok')
     """)
     assert out.split()[-1] == "ok"
+
+
+# A path finder that finds everything but MXNet: ``import mxnet`` fails as if not installed.
+_HIDE_MXNET = """
+    import importlib.machinery, sys
+
+    class PathFinderWithoutMXNet(importlib.machinery.PathFinder):
+        @classmethod
+        def find_spec(cls, name, path=None, target=None):
+            if name == 'mxnet' or name.startswith('mxnet.'):
+                return None
+            return super().find_spec(name, path, target)
+
+    sys.meta_path[sys.meta_path.index(importlib.machinery.PathFinder)] = PathFinderWithoutMXNet
+"""
+
+
+def test_install_without_mxnet_installed_warns_once_naming_the_check_and_the_fix():
+    out = _run_python(_HIDE_MXNET + """
+    import logging, warnings
+    import mxpatch_bind
+    logged = []
+    handler = logging.Handler()
+    handler.emit = lambda record: logged.append(record.getMessage())
+    logging.getLogger('mxpatch_bind').addHandler(handler)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        for _ in range(3):
+            mxpatch_bind.install()
+            assert mxpatch_bind.status().pending
+            mxpatch_bind.uninstall()
+        mxpatch_bind.install()
+    (warning,) = caught
+    assert warning.category is RuntimeWarning, warning
+    assert logged == [str(warning.message)], logged
+    status = mxpatch_bind.status()
+    assert (status.pending, status.installed, status.refcount) == (True, False, 1), status
+    mxpatch_bind.uninstall()
+    try:
+        import mxnet
+    except ImportError:
+        print('mxnet hidden')
+    print(warning.message)
+    """)
+    hidden, message = out.splitlines()[-2:]
+    assert hidden == "mxnet hidden"
+    assert message.startswith("mxpatch_bind.install(): MXNet is not installed")
+    for part in ("pending until `import mxnet`", "mxpatch_bind.status().pending",
+                 "python -m mxpatch_bind doctor", 'pip install "mxnet==1.9.1" "numpy<1.24"',
+                 "mxnet-cuXXX"):
+        assert part in message, part
+
+
+def test_install_without_mxnet_under_an_error_filter_raises_and_counts_nothing():
+    out = _run_python(_HIDE_MXNET + """
+    import warnings
+    import mxpatch_bind
+    warnings.simplefilter('error')
+    try:
+        mxpatch_bind.install()
+    except RuntimeWarning:
+        print('raised')
+    status = mxpatch_bind.status()
+    assert (status.refcount, status.pending) == (0, False), status
+    """)
+    assert out.split() == ["raised"]
+
+
+def test_install_before_importing_an_installed_mxnet_does_not_warn():
+    out = _run_python("""
+    import warnings
+    warnings.simplefilter('error')
+    import mxpatch_bind
+    mxpatch_bind.install()
+    assert mxpatch_bind.status().pending
+    mxpatch_bind.uninstall()
+    print('no warning')
+    """)
+    assert out.split()[-2:] == ["no", "warning"]
 
 
 class _StillPending(AssertionError):
