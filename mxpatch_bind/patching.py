@@ -40,6 +40,8 @@ TARGETS = (
            ("self", "data_shapes", "label_shapes")),
     Target("mxnet.module.bucketing_module", "BucketingModule", "bind", "bucketing_bind_wrapper",
            _BIND_PARAMETERS),
+    Target("mxnet.module.sequential_module", "SequentialModule", "bind",
+           "sequential.bind_wrapper", _BIND_PARAMETERS),
 )
 
 
@@ -295,10 +297,11 @@ def _apply(mx, force):
     if problems:
         warnings.warn("mxpatch_bind patching an unsupported MXNet (force=True): %s"
                       % "; ".join(problems), RuntimeWarning, stacklevel=3)
-    from . import binding
     try:
         for target in TARGETS:
-            wrapper = getattr(binding, target.wrapper)
+            module_name, _, name = target.wrapper.rpartition(".")  # "module.name" or a name
+            wrapper = getattr(importlib.import_module("." + (module_name or "binding"),
+                                                      __package__), name)
             _state.handles[target] = wrapt.wrap_function_wrapper(
                 _owner(target), target.attribute, wrapper)
     except BaseException:
