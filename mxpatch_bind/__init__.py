@@ -21,6 +21,7 @@ __all__ = [
     "bind",
     "reshape",
     "PerDeviceIter",
+    "PerDevicePrefetchingIter",
     "PatchError",
     "UnsupportedMXNetError",
     "ShapeSpecError",
@@ -28,7 +29,8 @@ __all__ = [
 ]
 
 # Names whose modules import MXNet: loaded on first access (PEP 562).
-_LAZY = {"bind": "binding", "reshape": "binding", "PerDeviceIter": "io"}
+_LAZY = {"bind": "binding", "reshape": "binding", "PerDeviceIter": "io",
+         "PerDevicePrefetchingIter": "prefetch"}
 
 
 def __getattr__(name):
