@@ -103,7 +103,10 @@ class PerDeviceSequentialModule(SequentialModule):
         return None
 
     def forward(self, data_batch, is_train=None):
-        """Forward through the chain; a per-device batch stays per device all the way."""
+        """Forward through the chain; a per-device batch stays per device all the way.
+
+        Upstream: mxnet.module.sequential_module.SequentialModule.forward
+        """
         if not _is_device_batch(data_batch):
             return super().forward(data_batch, is_train)
         if not (self.binded and self.params_initialized):
@@ -123,7 +126,10 @@ class PerDeviceSequentialModule(SequentialModule):
         return None
 
     def backward(self, out_grads=None):
-        """Backward through the chain; per-device modules pass per-device gradients."""
+        """Backward through the chain; per-device modules pass per-device gradients.
+
+        Upstream: mxnet.module.sequential_module.SequentialModule.backward
+        """
         if not all(binding.is_per_device(module) for module in self._modules):
             return super().backward(out_grads)
         if not (self.binded and self.params_initialized):
@@ -222,8 +228,10 @@ def _check_wiring(seq, data_shapes):
 
 def _bind_chain(seq, data_shapes, label_shapes, for_training, inputs_need_grad, force_rebind,
                 grad_req):
-    """SequentialModule.bind's loop with per-device shapes (Upstream:
-    mxnet.module.sequential_module.SequentialModule.bind)."""
+    """``SequentialModule.bind``'s loop with per-device shapes.
+
+    Upstream: mxnet.module.sequential_module.SequentialModule.bind
+    """
     device_data = data_shapes
     takes_any_labels = False
     for index, (module, meta) in enumerate(zip(seq._modules, seq._metas)):
