@@ -30,55 +30,56 @@ __all__ = ["FINGERPRINTS", "UPSTREAM_LINE", "fingerprint", "installed_fingerprin
 # A docstring line naming the upstream function a copy follows.
 UPSTREAM_LINE = re.compile(r"^\s*Upstream:\s*(?P<path>[\w.]+)\s*$", re.MULTILINE)
 
-# Upstream function -> {MXNet release: sha256 of its dedented inspect.getsource}.
+# Upstream function -> {mxnet.__version__: sha256 of its dedented inspect.getsource}.
+# mxnet.__version__ drops pip's post-release suffix: 1.7.0.post2 is "1.7.0".
 # Computed with ``python -m mxpatch_bind._upstream <wheel>`` for each release of the nox matrix.
 FINGERPRINTS = {
     "mxnet.executor.Executor.__init__": {
         "1.6.0": "af622bfd193ba2ad6e76791b5a31ddc25961a421ad95e822a17db77f06b26178",
-        "1.7.0.post2": "f9477852273e69a0a1a2b84bd11e631c161b9b1c8558752a056389545fe965fa",
-        "1.8.0.post0": "f9477852273e69a0a1a2b84bd11e631c161b9b1c8558752a056389545fe965fa",
+        "1.7.0": "f9477852273e69a0a1a2b84bd11e631c161b9b1c8558752a056389545fe965fa",
+        "1.8.0": "f9477852273e69a0a1a2b84bd11e631c161b9b1c8558752a056389545fe965fa",
         "1.9.1": "f9477852273e69a0a1a2b84bd11e631c161b9b1c8558752a056389545fe965fa",
     },
     "mxnet.executor.Executor.reshape": {
         "1.6.0": "16b807261b98d4a6350f3b96cce3573ef0a7c6df193b4932d624bfbe6e776114",
-        "1.7.0.post2": "e495383921d117f0f5fa4a8b53dd0afc45ad75d82505c1ea88e1a257501716d5",
-        "1.8.0.post0": "e495383921d117f0f5fa4a8b53dd0afc45ad75d82505c1ea88e1a257501716d5",
+        "1.7.0": "e495383921d117f0f5fa4a8b53dd0afc45ad75d82505c1ea88e1a257501716d5",
+        "1.8.0": "e495383921d117f0f5fa4a8b53dd0afc45ad75d82505c1ea88e1a257501716d5",
         "1.9.1": "e495383921d117f0f5fa4a8b53dd0afc45ad75d82505c1ea88e1a257501716d5",
     },
     "mxnet.module.bucketing_module.BucketingModule.switch_bucket": {
         "1.6.0": "84a11fce18f51299d12c0c7fdddf64d9f9f5a8e2fff53674460fe5d5d7d4f88e",
-        "1.7.0.post2": "84a11fce18f51299d12c0c7fdddf64d9f9f5a8e2fff53674460fe5d5d7d4f88e",
-        "1.8.0.post0": "84a11fce18f51299d12c0c7fdddf64d9f9f5a8e2fff53674460fe5d5d7d4f88e",
+        "1.7.0": "84a11fce18f51299d12c0c7fdddf64d9f9f5a8e2fff53674460fe5d5d7d4f88e",
+        "1.8.0": "84a11fce18f51299d12c0c7fdddf64d9f9f5a8e2fff53674460fe5d5d7d4f88e",
         "1.9.1": "84a11fce18f51299d12c0c7fdddf64d9f9f5a8e2fff53674460fe5d5d7d4f88e",
     },
     "mxnet.module.executor_group.DataParallelExecutorGroup._collect_arrays": {
         "1.6.0": "4ac35a3a27061fb52246105fb8a7f36e5801aa9dda3035f5350b2569e049d26b",
-        "1.7.0.post2": "798f9c13dceaf2d6ff186095bbf571fde853dbfc8175a9f6ad35eea8064739c8",
-        "1.8.0.post0": "798f9c13dceaf2d6ff186095bbf571fde853dbfc8175a9f6ad35eea8064739c8",
+        "1.7.0": "798f9c13dceaf2d6ff186095bbf571fde853dbfc8175a9f6ad35eea8064739c8",
+        "1.8.0": "798f9c13dceaf2d6ff186095bbf571fde853dbfc8175a9f6ad35eea8064739c8",
         "1.9.1": "798f9c13dceaf2d6ff186095bbf571fde853dbfc8175a9f6ad35eea8064739c8",
     },
     "mxnet.module.module.Module.bind": {
         "1.6.0": "29bee9b9e47f1cfd5802ac66c4e595806836573af681b5c48ce420a41db28b8a",
-        "1.7.0.post2": "29bee9b9e47f1cfd5802ac66c4e595806836573af681b5c48ce420a41db28b8a",
-        "1.8.0.post0": "29bee9b9e47f1cfd5802ac66c4e595806836573af681b5c48ce420a41db28b8a",
+        "1.7.0": "29bee9b9e47f1cfd5802ac66c4e595806836573af681b5c48ce420a41db28b8a",
+        "1.8.0": "29bee9b9e47f1cfd5802ac66c4e595806836573af681b5c48ce420a41db28b8a",
         "1.9.1": "29bee9b9e47f1cfd5802ac66c4e595806836573af681b5c48ce420a41db28b8a",
     },
     "mxnet.module.sequential_module.SequentialModule.backward": {
         "1.6.0": "5cdcf2b10dc6818e824650f122ddaf997e098cfe06b5223f8b13adf9892e1dcf",
-        "1.7.0.post2": "5cdcf2b10dc6818e824650f122ddaf997e098cfe06b5223f8b13adf9892e1dcf",
-        "1.8.0.post0": "5cdcf2b10dc6818e824650f122ddaf997e098cfe06b5223f8b13adf9892e1dcf",
+        "1.7.0": "5cdcf2b10dc6818e824650f122ddaf997e098cfe06b5223f8b13adf9892e1dcf",
+        "1.8.0": "5cdcf2b10dc6818e824650f122ddaf997e098cfe06b5223f8b13adf9892e1dcf",
         "1.9.1": "5cdcf2b10dc6818e824650f122ddaf997e098cfe06b5223f8b13adf9892e1dcf",
     },
     "mxnet.module.sequential_module.SequentialModule.bind": {
         "1.6.0": "06e54ba9cf3e0c9b5e4c5e400d9aeefe3a9a97ef3813a17b99d74d5f624410b5",
-        "1.7.0.post2": "06e54ba9cf3e0c9b5e4c5e400d9aeefe3a9a97ef3813a17b99d74d5f624410b5",
-        "1.8.0.post0": "06e54ba9cf3e0c9b5e4c5e400d9aeefe3a9a97ef3813a17b99d74d5f624410b5",
+        "1.7.0": "06e54ba9cf3e0c9b5e4c5e400d9aeefe3a9a97ef3813a17b99d74d5f624410b5",
+        "1.8.0": "06e54ba9cf3e0c9b5e4c5e400d9aeefe3a9a97ef3813a17b99d74d5f624410b5",
         "1.9.1": "06e54ba9cf3e0c9b5e4c5e400d9aeefe3a9a97ef3813a17b99d74d5f624410b5",
     },
     "mxnet.module.sequential_module.SequentialModule.forward": {
         "1.6.0": "a3461f3bf5fd851ab1fcede8c3664fe7cdf1d107bb8de087dbf2aa05438b612b",
-        "1.7.0.post2": "a3461f3bf5fd851ab1fcede8c3664fe7cdf1d107bb8de087dbf2aa05438b612b",
-        "1.8.0.post0": "a3461f3bf5fd851ab1fcede8c3664fe7cdf1d107bb8de087dbf2aa05438b612b",
+        "1.7.0": "a3461f3bf5fd851ab1fcede8c3664fe7cdf1d107bb8de087dbf2aa05438b612b",
+        "1.8.0": "a3461f3bf5fd851ab1fcede8c3664fe7cdf1d107bb8de087dbf2aa05438b612b",
         "1.9.1": "a3461f3bf5fd851ab1fcede8c3664fe7cdf1d107bb8de087dbf2aa05438b612b",
     },
 }
@@ -128,8 +129,9 @@ def source_fingerprint(module_source: str, qualname: str) -> str:
     return fingerprint("".join(inspect.getblock(lines[first - 1:])))
 
 
-def wheel_fingerprints(wheel: str, paths=None) -> dict:
-    """``{path: fingerprint}`` of upstream functions in an MXNet wheel, without installing it.
+def wheel_fingerprints(wheel: str, paths=None) -> tuple:
+    """The wheel's ``mxnet.__version__`` and ``{path: fingerprint}`` of upstream functions in
+    it, without installing or importing it.
 
     Parameters
     ----------
@@ -140,11 +142,13 @@ def wheel_fingerprints(wheel: str, paths=None) -> dict:
     """
     result = {}
     with zipfile.ZipFile(wheel) as archive:
+        libinfo = archive.read("mxnet/libinfo.py").decode("utf-8")
+        version = re.search(r"^__version__ = [\"']([^\"']+)", libinfo, re.MULTILINE)
         for path in sorted(paths or FINGERPRINTS):
             module, qualname = _split_module(path, archive.namelist())
             text = archive.read(module.replace(".", "/") + ".py").decode("utf-8")
             result[path] = source_fingerprint(text, qualname)
-    return result
+    return (version.group(1) if version else None), result
 
 
 # --------------------------------------------------------------------------- implementation
@@ -190,9 +194,9 @@ def main(argv=None):
     parser.add_argument("wheels", nargs="+", help="mxnet-*.whl files")
     args = parser.parse_args(argv)
     for wheel in args.wheels:
-        version = re.match(r"mxnet-([^-]+)-", wheel.rsplit("/", 1)[-1])
-        print("# %s" % (version.group(1) if version else wheel))
-        for path, value in wheel_fingerprints(wheel).items():
+        version, fingerprints = wheel_fingerprints(wheel)
+        print("# %s: mxnet.__version__ %r" % (wheel, version))
+        for path, value in fingerprints.items():
             print("%s %s" % (path, value))
 
 

@@ -203,3 +203,11 @@ def test_a_list_of_iterators_is_refused():
 def test_a_depth_that_is_not_a_positive_integer_is_refused(depth):
     with pytest.raises(ValueError, match="depth must be an integer >= 1, got %r" % (depth,)):
         PerDevicePrefetchingIter(loader(), depth=depth)
+
+
+def test_the_module_s_examples_run():
+    import doctest
+
+    from mxpatch_bind import prefetch
+    result = doctest.testmod(prefetch)
+    assert result.attempted > 0 and result.failed == 0

@@ -282,3 +282,11 @@ def test_a_rebind_failing_on_the_second_module_leaves_the_chain_as_before(contex
     seq.forward(device_batch(SHAPES), is_train=False)
     for output, wanted in zip(seq.get_outputs(merge_multi_context=False)[0], expected):
         np.testing.assert_array_equal(output.asnumpy(), wanted)
+
+
+def test_the_module_s_examples_run():
+    import doctest
+
+    from mxpatch_bind import sequential
+    result = doctest.testmod(sequential)
+    assert result.attempted > 0 and result.failed == 0
