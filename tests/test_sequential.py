@@ -177,6 +177,42 @@ def test_a_training_step_updates_every_module(contexts):
     assert all(not np.array_equal(after[name].asnumpy(), before[name]) for name in before)
 
 
+def test_fit_over_a_per_device_iterator_trains_as_a_step_by_step_loop(contexts):
+    def images():
+        rng = np.random.RandomState(4)
+        return ([rng.uniform(-1, 1, (3, h, w)).astype(np.float32)
+                 for h, w in rng.randint(4, 12, size=(12, 2))],
+                rng.randint(0, NUM_CLASSES, 12))
+
+    def loader():
+        return mxpatch_bind.PerDeviceIter(*images(), num_devices=2, batch_per_device=2)
+
+    def trained(train):
+        mx.random.seed(3)
+        seq = chain(contexts)
+        with mxpatch_bind.patched():
+            train(seq)
+        return seq.get_params()[0]
+
+    def by_fit(seq):
+        seq.fit(loader(), num_epoch=2, eval_metric="acc", optimizer_params={"learning_rate": 0.1})
+
+    def by_hand(seq):
+        data = loader()
+        seq.bind(data.provide_data, data.provide_label)
+        seq.init_params(mx.init.Uniform(0.01))  # fit's default initializer
+        seq.init_optimizer(optimizer_params={"learning_rate": 0.1})
+        for _ in range(2):
+            for batch in data:
+                seq.forward_backward(batch)
+                seq.update()
+            data.reset()
+
+    expected, got = trained(by_hand), trained(by_fit)
+    for name in expected:
+        np.testing.assert_array_equal(got[name].asnumpy(), expected[name].asnumpy())
+
+
 def test_a_stock_spec_binds_the_stock_way_under_the_patch(contexts):
     seq = chain(contexts)
     with mxpatch_bind.patched():
