@@ -1,5 +1,6 @@
 """PerDevicePrefetchingIter: the wrapped iterator's batches, in order, fetched on a thread."""
 
+import doctest
 import gc
 import threading
 import time
@@ -206,8 +207,6 @@ def test_a_depth_that_is_not_a_positive_integer_is_refused(depth):
 
 
 def test_the_module_s_examples_run():
-    import doctest
-
     from mxpatch_bind import prefetch
     result = doctest.testmod(prefetch)
     assert result.attempted > 0 and result.failed == 0

@@ -1,5 +1,8 @@
 """SequentialModule with per-device shapes: chained per device, or refused with nothing changed."""
 
+import doctest
+import inspect
+
 import mxnet as mx
 import numpy as np
 import pytest
@@ -321,8 +324,16 @@ def test_a_rebind_failing_on_the_second_module_leaves_the_chain_as_before(contex
 
 
 def test_the_module_s_examples_run():
-    import doctest
-
     from mxpatch_bind import sequential
     result = doctest.testmod(sequential)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_the_patch_wraps_sequential_bind_and_uninstall_restores_it_by_identity():
+    original = vars(mx.mod.SequentialModule)["bind"]
+    with mxpatch_bind.patched():
+        assert vars(mx.mod.SequentialModule)["bind"] is not original
+        assert inspect.signature(mx.mod.SequentialModule.bind) == inspect.signature(original)
+        assert "mxnet.module.sequential_module.SequentialModule.bind" in mxpatch_bind.status(
+        ).targets
+    assert vars(mx.mod.SequentialModule)["bind"] is original

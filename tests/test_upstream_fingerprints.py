@@ -5,6 +5,7 @@ copied function fails here, naming the function and the copies to re-check.
 """
 
 import ast
+import doctest
 import functools
 import inspect
 import pathlib
@@ -114,6 +115,5 @@ def test_a_changed_function_gets_another_fingerprint():
 
 
 def test_the_module_s_examples_run():
-    import doctest
     result = doctest.testmod(_upstream)
     assert result.attempted > 0 and result.failed == 0
