@@ -60,10 +60,6 @@ class _EpochFetcher:
         self._slots.release()  # wake a thread waiting for a slot
         self._thread.join()
 
-    @property
-    def alive(self):
-        return self._thread.is_alive()
-
 
 class PerDevicePrefetchingIter(mx.io.DataIter):
     """Fetch a per-device iterator's batches on a background thread.
