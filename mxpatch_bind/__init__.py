@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .io import PerDeviceIter
     from .loading import image_size
     from .patching import PatchStatus, install, is_installed, patched, status, uninstall
+    from .prefetch import PerDevicePrefetchingIter
 
 __all__ = [
     "install",
@@ -31,6 +32,7 @@ __all__ = [
     "Input",
     "DataSpecError",
     "image_size",
+    "PerDevicePrefetchingIter",
     "PatchError",
     "UnsupportedMXNetError",
     "ShapeSpecError",
@@ -42,6 +44,7 @@ __all__ = [
 # run in the environment, and ``python -m mxpatch_bind --help`` must not pay for them.
 _LAZY = {"bind": "binding", "reshape": "binding", "PerDeviceIter": "io", "Input": "inputs",
          "DataSpecError": "inputs", "image_size": "loading",
+         "PerDevicePrefetchingIter": "prefetch",
          **dict.fromkeys(["install", "uninstall", "patched", "is_installed", "status",
                           "PatchStatus"], "patching")}
 

@@ -503,7 +503,7 @@ class _FileScan:
         if loaders:
             self.add(call, CHECK, "%s around %s, a per-device loader: it reads provide_data "
                      "as one flat list (batch_size = provide_data[0][1][0]); keep the fork's "
-                     "utils/PrefetchingIter or use a per-device prefetcher"
+                     "utils/PrefetchingIter or use mxpatch_bind.PerDevicePrefetchingIter"
                      % (_dotted(call.func), ", ".join(loaders)))
 
     def _loader_classes(self, node, assigned, line):

@@ -55,18 +55,21 @@ _BIND_PARAMETERS = ("self", "data_shapes", "label_shapes", "for_training", "inpu
                     "force_rebind", "shared_module", "grad_req")
 
 Target = namedtuple("Target", ["module", "owner", "attribute", "wrapper", "parameters"])
-Target.__doc__ = ("One patched method: where it lives, our wrapper's name in binding.py, "
-                  "its parameters.")
+Target.__doc__ = ("One patched method: where it lives, our wrapper ('name' in binding.py or "
+                  "'module.name' in another of our modules), its parameters.")
 
 # Patch the classes in the modules that define them: MXNet looks the methods up on the class
 # (``module.bind(...)``, ``Module.bind(self, ...)`` through super()), so every caller sees it.
-# BucketingModule.bind is patched only to keep its buckets binding per device after uninstall().
+# BucketingModule.bind is patched only to keep its buckets binding per device after uninstall();
+# SequentialModule.bind to bind its modules per device and chain their per-device outputs.
 TARGETS = (
     Target("mxnet.module.module", "Module", "bind", "bind_wrapper", _BIND_PARAMETERS),
     Target("mxnet.module.module", "Module", "reshape", "reshape_wrapper",
            ("self", "data_shapes", "label_shapes")),
     Target("mxnet.module.bucketing_module", "BucketingModule", "bind", "bucketing_bind_wrapper",
            _BIND_PARAMETERS),
+    Target("mxnet.module.sequential_module", "SequentialModule", "bind",
+           "sequential.bind_wrapper", _BIND_PARAMETERS),
 )
 
 
@@ -400,16 +403,22 @@ def _apply(mx, force):
     if problems:
         warnings.warn("mxpatch_bind patching an unsupported MXNet (force=True): %s"
                       % "; ".join(problems), RuntimeWarning, stacklevel=3)
-    from . import binding
     try:
         for target in TARGETS:
             _state.handles[target] = wrapt.wrap_object(
                 _owner(target), target.attribute, _Wrapper,
-                (getattr(binding, target.wrapper),), {"enabled": _state.switch})
+                (_wrapper_function(target),), {"enabled": _state.switch})
     except BaseException:
         _remove(force=True)  # all or nothing: undo the targets already wrapped
         raise
     logger.debug("mxpatch_bind patched %s", ", ".join(_target_name(t) for t in TARGETS))
+
+
+def _wrapper_function(target):
+    """Our wrapper function for ``target``, importing its module (binding.py imports MXNet)."""
+    module_name, _, name = target.wrapper.rpartition(".")
+    module = importlib.import_module("." + (module_name or "binding"), __package__)
+    return getattr(module, name)
 
 
 def _in_force():

@@ -19,12 +19,15 @@ from mxnet.contrib.svrg_optimization.svrg_module import SVRGModule
 from mxnet.module.executor_group import DataParallelExecutorGroup
 
 import mxpatch_bind
-from mxpatch_bind import binding
+from mxpatch_bind import binding, sequential
 from nets import conv_net, fixed_params, random_batch, single_device_reference
 
-TARGETS = [("Module", "bind"), ("Module", "reshape"), ("BucketingModule", "bind")]
-OWNERS = {"Module": mx.mod.Module, "BucketingModule": mx.mod.BucketingModule}
-OUR_WRAPPERS = (binding.bind_wrapper, binding.reshape_wrapper, binding.bucketing_bind_wrapper)
+TARGETS = [("Module", "bind"), ("Module", "reshape"), ("BucketingModule", "bind"),
+           ("SequentialModule", "bind")]
+OWNERS = {"Module": mx.mod.Module, "BucketingModule": mx.mod.BucketingModule,
+          "SequentialModule": mx.mod.SequentialModule}
+OUR_WRAPPERS = (binding.bind_wrapper, binding.reshape_wrapper, binding.bucketing_bind_wrapper,
+                sequential.bind_wrapper)
 TINY = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
 
 
