@@ -7,7 +7,7 @@ mxpatch_bind`` does not import MXNet: the names that need it load on first use.
 
 import importlib
 
-from .errors import PatchError, ShapeSpecError, UnsupportedMXNetError
+from .errors import BatchError, PatchError, ShapeSpecError, UnsupportedMXNetError
 from .patching import PatchStatus, install, is_installed, patched, status, uninstall
 from .version import __version__
 
@@ -24,6 +24,7 @@ __all__ = [
     "PatchError",
     "UnsupportedMXNetError",
     "ShapeSpecError",
+    "BatchError",
     "__version__",
 ]
 
