@@ -177,7 +177,7 @@ def _where(device, field, name):
 def _check_device(device, arrays, field, names, ranks):
     if not isinstance(arrays, (list, tuple)) or len(arrays) != len(names):
         where = "the batch" if device is None else "batch device %d" % device
-        raise BatchError("%s gives %s %r; expected a list of %d arrays, one per input %r"
+        raise BatchError("%s gives %s %s; expected a list of %d arrays, one per input %r"
                          % (where, field, _short(arrays), len(names), list(names)))
     return tuple(_check_array(device, field, name, array, rank)
                  for name, array, rank in zip(names, arrays, ranks))
@@ -193,7 +193,7 @@ def _check_array(device, field, name, array, rank):
                                                                  str(array.dtype)))
         shape = array.shape
     else:
-        raise BatchError("%s: given %r; expected an NDArray or a numpy array"
+        raise BatchError("%s: given %s; expected an NDArray or a numpy array"
                          % (_where(device, field, name), _short(array)))
     if rank is not None and len(shape) != rank:
         raise BatchError("%s: given shape %r (%d axes); expected %d axes, as the module is "
@@ -223,11 +223,11 @@ def _check_device_provided(device, entries, field, names, array_shapes):
     what = "provide_" + field
     where = "the batch" if device is None else "batch device %d" % device
     if not isinstance(entries, (list, tuple)) or len(entries) != len(names):
-        raise BatchError("%s gives %s %r; expected %d (name, shape) entries for %r"
+        raise BatchError("%s gives %s %s; expected %d (name, shape) entries for %r"
                          % (where, what, _short(entries), len(names), list(names)))
     for entry, name, shape in zip(entries, names, array_shapes):
         if not (isinstance(entry, (list, tuple)) and len(entry) >= 2):
-            raise BatchError("%s gives %s entry %r; expected (name, shape) or DataDesc"
+            raise BatchError("%s gives %s entry %s; expected (name, shape) or DataDesc"
                              % (where, what, _short(entry)))
         if entry[0] != name:
             raise BatchError("%s gives %s %r for input %r; expected the inputs in the "
