@@ -291,8 +291,10 @@ class PerDeviceModule(Module):
         """``Module.bind`` that also takes per-device specs (see :func:`mxpatch_bind.bind`)."""
         spec = _per_device_spec(self, data_shapes, label_shapes)
         if spec is None:
-            return super().bind(data_shapes, label_shapes, for_training, inputs_need_grad,
-                                force_rebind, shared_module, grad_req)
+            # Stock bind resets the binding before building executors: undo it on failure.
+            with all_or_nothing(self):
+                return super().bind(data_shapes, label_shapes, for_training, inputs_need_grad,
+                                    force_rebind, shared_module, grad_req)
         return _bind_per_device(self, spec, BindOptions(for_training, inputs_need_grad,
                                                         force_rebind, shared_module, grad_req))
 
