@@ -6,6 +6,7 @@ what was expected, while the module is still exactly as it was. The checks read 
 attributes and one ``shape`` per array, since they run on every batch.
 """
 
+import numbers
 from collections import namedtuple
 
 import numpy as np
@@ -14,7 +15,7 @@ from mxnet.ndarray import NDArray
 from . import shapes
 from .errors import BatchError
 
-__all__ = ["Expected", "Checked", "check_device_batch", "check_flat_batch"]
+__all__ = ["Expected", "Checked", "check_device_batch", "check_flat_batch", "given"]
 
 # numpy dtype kinds MXNet arrays can hold: bool, signed, unsigned, float (not complex,
 # strings, objects, dates); NDArrays hold only those.
@@ -96,16 +97,22 @@ def check_flat_batch(data_batch, expected):
                          % (data, list(expected.data_names)))
     shapes_ = _check_device(None, data, "data", expected.data_names, expected.data_ranks)
     provided = getattr(data_batch, "provide_data", None)
-    if provided:
+    if given(provided):
         _check_device_provided(None, provided, "data", expected.data_names, shapes_)
     label = getattr(data_batch, "label", None)
-    if label and expected.label_names:
+    if given(label) and expected.label_names:
         label_shapes = _check_device(None, label, "label", expected.label_names,
                                      expected.label_ranks)
         provided = getattr(data_batch, "provide_label", None)
-        if provided:
+        if given(provided):
             _check_device_provided(None, provided, "label", expected.label_names, label_shapes)
     return shapes_
+
+
+def given(value):
+    """Whether a batch field is there: not None and not an empty list (as stock reads
+    ``if data_batch.label``, without asking an array for its truth value)."""
+    return value is not None and not (isinstance(value, (list, tuple)) and len(value) == 0)
 
 
 # --------------------------------------------------------------------------- the batch's parts
@@ -125,7 +132,7 @@ def _split(data_batch, form, num_devices):
 
 
 def _per_device_provided(provided, what, num_devices):
-    if not provided:
+    if not given(provided):
         return None
     if shapes.spec_form(provided) != shapes.PER_DEVICE:
         raise BatchError("the batch's %s %r is flat but its arrays are per device; expected "
@@ -146,13 +153,13 @@ def _check_device_count(devices, field, num_devices):
 
 def _present_labels(label, num_devices):
     """The per-device labels, or None when absent on every device; a mix is an error."""
-    if not label:
+    if not given(label):
         return None
     if not isinstance(label, (list, tuple)):
         raise BatchError("the batch's label is %r; expected None or one list of arrays per "
                          "device" % (label,))
     _check_device_count(label, "label", num_devices)
-    present = [bool(device) for device in label]
+    present = [given(device) for device in label]
     if not any(present):
         return None
     if not all(present):
@@ -204,6 +211,12 @@ def _check_array(device, field, name, array, rank):
     return shape
 
 
+def _same_shape(provided, shape):
+    return (isinstance(provided, (list, tuple)) and len(provided) == len(shape)
+            and all(isinstance(dim, numbers.Integral) and dim == size
+                    for dim, size in zip(provided, shape)))
+
+
 def _short(value):
     text = repr(value)
     return text if len(text) <= 200 else text[:200] + "..."
@@ -214,7 +227,7 @@ def _check_provided(provided, field, names, device_shapes):
     if provided is None:
         return
     for device, (entries, shapes_) in enumerate(zip(provided, device_shapes)):
-        if entries:
+        if given(entries):
             _check_device_provided(device, entries, field, names, shapes_)
 
 
@@ -229,9 +242,9 @@ def _check_device_provided(device, entries, field, names, array_shapes):
         if not (isinstance(entry, (list, tuple)) and len(entry) >= 2):
             raise BatchError("%s gives %s entry %s; expected (name, shape) or DataDesc"
                              % (where, what, _short(entry)))
-        if entry[0] != name:
+        if not isinstance(entry[0], str) or entry[0] != name:
             raise BatchError("%s gives %s %r for input %r; expected the inputs in the "
                              "module's order %r" % (where, what, entry[0], name, list(names)))
-        if not isinstance(entry[1], (list, tuple)) or tuple(entry[1]) != tuple(shape):
+        if not _same_shape(entry[1], shape):
             raise BatchError("%s: %s says shape %r but the array has shape %r"
                              % (_where(device, field, name), what, entry[1], shape))

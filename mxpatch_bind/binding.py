@@ -513,7 +513,7 @@ def _descs_for(module, field, device_shapes, provided):
     names = expected.data_names if field == "data" else expected.label_names
     descs = []
     for device, shapes_ in enumerate(device_shapes):
-        entries = provided[device] if provided and provided[device] else None
+        entries = provided[device] if provided and batches.given(provided[device]) else None
         device_descs = []
         for position, (name, shape) in enumerate(zip(names, shapes_)):
             source = entries[position] if entries else templates.get(name)
@@ -575,13 +575,15 @@ def _flat_descs(module, data_batch, batch_shapes):
     Upstream: mxnet.module.module.Module.forward
     """
     data = getattr(data_batch, "provide_data", None)
-    if not data:
+    if not batches.given(data):
         data = _descs_for(module, "data", [batch_shapes], None)[0]
-    label = getattr(data_batch, "provide_label", None)
     labels = getattr(data_batch, "label", None)
-    if not label and labels and _current_descs(module, "label"):
+    if not (batches.given(labels) and module.label_names):
+        return data, None  # labels the module ignores, as stock does
+    label = getattr(data_batch, "provide_label", None)
+    if not batches.given(label):
         label = _descs_for(module, "label", [tuple(tuple(a.shape) for a in labels)], None)[0]
-    return data, label or None
+    return data, label
 
 
 # --------------------------------------------------------------------------- wrapt wrappers

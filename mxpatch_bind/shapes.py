@@ -293,9 +293,24 @@ def _parse_desc(index, item, what):
         raise ShapeSpecError("%s[%d] has entry %r; expected (name, shape) or DataDesc, as in %s"
                              % (what, index, item, _ENTRY_FORM))
     dims = _check_shape(index, name, shape, what)
-    if isinstance(item, DataDesc):
-        return DataDesc(name, dims, item.dtype, item.layout)
-    return DataDesc(name, dims, *item[2:])
+    desc = (DataDesc(name, dims, item.dtype, item.layout) if isinstance(item, DataDesc)
+            else DataDesc(name, dims, *item[2:]))
+    _check_dtype_and_layout(index, desc, what)
+    return desc
+
+
+def _check_dtype_and_layout(index, desc, what):
+    import numpy as np
+    try:
+        kind = np.dtype(desc.dtype).kind
+    except TypeError:
+        kind = None
+    if kind not in ("b", "i", "u", "f"):
+        raise ShapeSpecError("%s[%d] gives %r the dtype %r; expected a numeric numpy dtype, "
+                             "e.g. 'float32'" % (what, index, desc.name, desc.dtype))
+    if desc.layout is not None and not isinstance(desc.layout, str):
+        raise ShapeSpecError("%s[%d] gives %r the layout %r; expected None or a string such "
+                             "as 'NCHW'" % (what, index, desc.name, desc.layout))
 
 
 def _check_shape(index, name, shape, what):
