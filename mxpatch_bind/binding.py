@@ -619,6 +619,20 @@ def reshape_wrapper(wrapped, instance, args, kwargs):
     return _reshape_per_device(module, spec)
 
 
+def forward_wrapper(wrapped, instance, args, kwargs):
+    """What a patched ``Module.forward`` runs: a per-device batch on a plain ``Module`` bound
+    in stock form switches it to the per-device class, which reshapes it to per device;
+    everything else goes straight to the original (a flat batch costs one ``batch_form``)."""
+    module, method_args = _split_call(instance, args)
+    data_batch = method_args[0] if method_args else kwargs.get("data_batch")
+    if (isinstance(module, PerDeviceModule) or not isinstance(module, Module)
+            or shapes.batch_form(data_batch) == shapes.STOCK):
+        return wrapped(*args, **kwargs)
+    with all_or_nothing(module):
+        adopt_module(module)
+        return module.forward(*method_args, **kwargs)
+
+
 # The options of a call, named as PerDeviceModule's methods (signatures written once) name them.
 _BIND_SIGNATURE = inspect.signature(PerDeviceModule.bind)
 _RESHAPE_SIGNATURE = inspect.signature(PerDeviceModule.reshape)

@@ -260,3 +260,32 @@ def test_a_stock_bound_module_fed_a_per_device_batch_reshapes_to_per_device(form
         ref, _ = single_device_reference(SYMBOL, PARAMS, data[device][0], label[device][0])
         out = module.get_outputs(merge_multi_context=False)[0][device].asnumpy()
         assert np.array_equal(out, ref[0])
+
+
+def test_a_patched_forward_reshapes_a_plain_stock_bound_module_for_a_per_device_batch():
+    from mxpatch_bind.binding import forward_wrapper  # what a Module.forward target runs
+    module = mx.mod.Module(SYMBOL, context=[mx.cpu(0), mx.cpu(1)])
+    module.bind([("data", (4, 3, 6, 6))], [("softmax_label", (4,))])
+    module.set_params(*PARAMS)
+    data, label = arrays(seed=5)
+    forward_wrapper(mx.mod.Module.forward, module, (make_batch("device-lists", data, label),),
+                    {"is_train": True})
+    assert isinstance(module, mx.mod.Module) and type(module) is not mx.mod.Module
+    for device in range(2):
+        ref, _ = single_device_reference(SYMBOL, PARAMS, data[device][0], label[device][0])
+        out = module.get_outputs(merge_multi_context=False)[0][device].asnumpy()
+        assert np.array_equal(out, ref[0])
+
+
+def test_a_patched_forward_refusing_a_batch_leaves_a_plain_module_plain():
+    from mxpatch_bind.binding import forward_wrapper
+    module = mx.mod.Module(SYMBOL, context=[mx.cpu(0), mx.cpu(1)])
+    module.bind([("data", (4, 3, 6, 6))], [("softmax_label", (4,))])
+    module.set_params(*PARAMS)
+    data, label = arrays()
+    before = module_state(module)
+    with pytest.raises(mxpatch_bind.BatchError):
+        forward_wrapper(mx.mod.Module.forward, module,
+                        (make_batch("device-lists", data, label[:1]),), {})
+    assert_same_state(before, module_state(module))
+    assert type(module) is mx.mod.Module
