@@ -11,9 +11,10 @@ import mxnet as mx
 
 sys.path.insert(0, "tests")
 
+from nets import conv_net  # noqa: E402
+
 import mxpatch_bind  # noqa: E402
 from mxpatch_bind import batches, binding, shapes  # noqa: E402
-from nets import conv_net  # noqa: E402
 
 SHAPES = [(2, 3, 32, 32), (3, 3, 24, 24)]
 
