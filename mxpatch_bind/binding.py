@@ -498,7 +498,7 @@ def _spec_for_batch(module, checked):
     if checked.label_shapes is not None:
         label = _descs_for(module, "label", checked.label_shapes, checked.provide_label)
     spec = DeviceShapes(data, label)
-    _check_batch_sizes(spec)
+    batches.check_batch_sizes(spec)
     return spec
 
 
@@ -525,16 +525,6 @@ def _descs_for(module, field, device_shapes, provided):
                                     if template is not None else DataDesc(name, shape))
         descs.append(device_descs)
     return descs
-
-
-def _check_batch_sizes(spec):
-    """Each device's inputs hold the same number of samples (read from their layouts)."""
-    for device in range(spec.num_devices):
-        sizes = spec.input_batch_sizes(device)
-        if len(set(sizes.values())) > 1:
-            raise batches.BatchError("batch device %d holds different numbers of samples per "
-                                     "input: %r; expected the same on every input of a device"
-                                     % (device, sizes))
 
 
 def _forward_flat(module, data_batch, is_train):

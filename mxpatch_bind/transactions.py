@@ -10,6 +10,7 @@ modify).
 """
 
 import contextlib
+import threading
 
 from mxnet.module.base_module import BaseModule
 from mxnet.module.executor_group import DataParallelExecutorGroup
@@ -19,6 +20,17 @@ __all__ = ["all_or_nothing"]
 # The objects whose attributes a transition may change: modules (a bucketing module's
 # buckets, SVRGModule's auxiliary module) and their executor groups.
 _TRACKED = (BaseModule, DataParallelExecutorGroup)
+
+# Containers that transitions change in place rather than replace, and how deep: stock
+# bind_exec sets execs[i]; the per-device group sets _default_execs[i] and fills its
+# per-device executor caches; switch_bucket adds to _buckets. Everything else a transition
+# changes, it assigns (restored from the attribute copy).
+_CHANGED_IN_PLACE = {"execs": 1, "_default_execs": 1, "_exec_cache": 2, "_seen_shapes": 2,
+                     "_buckets": 1}
+
+# ids of the objects recorded by the transactions running in this thread: a transition
+# nested in another (a reshape inside a free function's call) is covered by the outer one.
+_active = threading.local()
 
 
 @contextlib.contextmanager
@@ -38,8 +50,15 @@ def all_or_nothing(module):
     >>> mod.binded
     False
     """
+    recorded = getattr(_active, "ids", None)
+    if recorded is not None and id(module) in recorded:
+        yield  # an enclosing transaction restores this module
+        return
     objects, containers = {}, {}
     _snapshot(module, objects, containers)
+    ids = {id(obj) for obj in objects}
+    outer = recorded
+    _active.ids = ids if outer is None else outer | ids
     try:
         yield
     except BaseException:
@@ -52,22 +71,22 @@ def all_or_nothing(module):
             state.clear()
             state.update(attributes)
         raise
+    finally:
+        _active.ids = outer
 
 
 def _snapshot(obj, objects, containers):
     """Record ``obj``'s class and attributes, and those of every tracked object it holds."""
     attributes = dict(vars(obj))
     objects[obj] = (type(obj), attributes)
-    for value in attributes.values():
-        _save_contents(value, containers, depth=2)
-    for value in _held(attributes.values()):
+    for name, depth in _CHANGED_IN_PLACE.items():
+        _save_contents(attributes.get(name), containers, depth)
+    for value in _held(attributes):
         if value not in objects:
             _snapshot(value, objects, containers)
 
 
 def _save_contents(value, containers, depth):
-    """Containers are changed in place (``execs[i] = ...``, caches, memory pools): record
-    their contents, two levels deep, so they can be refilled as they were."""
     if depth == 0 or not isinstance(value, (list, dict)) or id(value) in containers:
         return
     items = list(value) if isinstance(value, list) else list(value.items())
@@ -84,12 +103,10 @@ def _refill(container, contents):
         container.update(contents)
 
 
-def _held(values):
-    """Tracked objects among ``values``, looking one level into lists and dicts."""
-    for value in values:
+def _held(attributes):
+    """Tracked objects among the attributes, and among a bucketing module's buckets."""
+    for value in attributes.values():
         if isinstance(value, _TRACKED):
             yield value
-        elif isinstance(value, dict):
-            yield from (v for v in value.values() if isinstance(v, _TRACKED))
-        elif isinstance(value, list):
-            yield from (v for v in value if isinstance(v, _TRACKED))
+    yield from (bucket for bucket in (attributes.get("_buckets") or {}).values()
+                if isinstance(bucket, _TRACKED))
