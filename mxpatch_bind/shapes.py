@@ -15,7 +15,8 @@ from collections import namedtuple
 from .errors import ShapeSpecError
 
 __all__ = ["STOCK", "PER_DEVICE", "DEVICE_LISTS", "BATCH_LIST", "MAX_DIM", "spec_form",
-           "batch_form", "parse_device_shapes", "DeviceShapes"]
+           "batch_form", "parse_device_shapes", "check_layouts_agree", "max_elements",
+           "DeviceShapes"]
 
 STOCK = "stock"
 PER_DEVICE = "per-device"
@@ -226,7 +227,7 @@ def parse_device_shapes(data_shapes, label_shapes, data_names, label_names, num_
     data = _parse_devices(data_shapes, "data_shapes", data_names, num_devices, strict_names=True)
     label = _parse_labels(label_shapes, label_names, num_devices)
     spec = DeviceShapes(data, label)
-    _check_layouts_agree(spec)
+    check_layouts_agree(spec)
     _check_batch_sizes(spec)
     return spec
 
@@ -370,7 +371,20 @@ def _check_names(devices, what, names):
                              % (what, first, list(names)))
 
 
-def _check_layouts_agree(spec):
+def check_layouts_agree(spec):
+    """Every device puts each input's batch axis at the same place, inside its shape.
+
+    Examples
+    --------
+    >>> from mxnet.io import DataDesc
+    >>> spec = DeviceShapes([[DataDesc('data', (2, 3), layout='NC')],
+    ...                      [DataDesc('data', (3, 2), layout='CN')]], None)
+    >>> try:
+    ...     check_layouts_agree(spec)
+    ... except ShapeSpecError as error:
+    ...     print(error)  # doctest: +ELLIPSIS
+    data_shapes[1] gives 'data' the layout 'CN' but device 0 gives 'NC'; ...
+    """
     for what, devices in (("data_shapes", spec.data), ("label_shapes", spec.label or [])):
         for index, descs in enumerate(devices):
             for desc, first in zip(descs, devices[0]):

@@ -289,3 +289,14 @@ def test_a_patched_forward_refusing_a_batch_leaves_a_plain_module_plain():
                         (make_batch("device-lists", data, label[:1]),), {})
     assert_same_state(before, module_state(module))
     assert type(module) is mx.mod.Module
+
+
+def test_a_provide_data_whose_layouts_put_the_batch_axis_apart_is_refused(mod):
+    shapes = [(2, 3, 7, 7), (3, 3, 5, 5)]  # new shapes: the batch's descs are used
+    data, label = arrays(shapes)
+    provide = [[mx.io.DataDesc("data", shapes[0], layout="NCHW")],
+               [mx.io.DataDesc("data", shapes[1], layout="CNHW")]]
+    before = module_state(mod)
+    with pytest.raises(mxpatch_bind.ShapeSpecError, match="'CNHW' but device 0 gives 'NCHW'"):
+        mod.forward(make_batch("device-lists", data, label, provide_data=provide))
+    assert_same_state(before, module_state(mod))
