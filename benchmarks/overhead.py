@@ -77,11 +77,12 @@ def _training_steps(mx, rounds, tiny):
 
 
 def _patch_calls_per_step(mx, mod, batch, count=10):
-    """How often the patched bind/reshape run during stock-form training steps (expected: 0)."""
+    """How often the patched bind/reshape/forward run during stock-form training steps."""
     import mxpatch_bind
     from mxpatch_bind import binding
     calls = []
-    originals = {name: getattr(binding, name) for name in ("bind_wrapper", "reshape_wrapper")}
+    originals = {name: getattr(binding, name) for name in ("bind_wrapper", "reshape_wrapper",
+                                                              "forward_wrapper")}
 
     def counting(original):
         def wrapper(*args, **kwargs):

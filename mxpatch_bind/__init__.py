@@ -8,12 +8,12 @@ mxpatch_bind`` does not import MXNet: the names that need it load on first use.
 import importlib
 from typing import TYPE_CHECKING
 
-from .errors import PatchError, ShapeSpecError, UnsupportedMXNetError
+from .errors import BatchError, DataSpecError, PatchError, ShapeSpecError, UnsupportedMXNetError
 from .version import __version__
 
 if TYPE_CHECKING:
     from .binding import bind, reshape
-    from .inputs import DataSpecError, Input
+    from .inputs import Input
     from .io import PerDeviceIter
     from .loading import image_size
     from .patching import PatchStatus, install, is_installed, patched, status, uninstall
@@ -36,6 +36,7 @@ __all__ = [
     "PatchError",
     "UnsupportedMXNetError",
     "ShapeSpecError",
+    "BatchError",
     "__version__",
 ]
 
@@ -43,7 +44,7 @@ __all__ = [
 # patching imports wrapt (which imports asyncio): the pytest plugin, imported by every pytest
 # run in the environment, and ``python -m mxpatch_bind --help`` must not pay for them.
 _LAZY = {"bind": "binding", "reshape": "binding", "PerDeviceIter": "io", "Input": "inputs",
-         "DataSpecError": "inputs", "image_size": "loading",
+         "image_size": "loading",
          "PerDevicePrefetchingIter": "prefetch",
          **dict.fromkeys(["install", "uninstall", "patched", "is_installed", "status",
                           "PatchStatus"], "patching")}

@@ -6,22 +6,35 @@ class switched, in place, to a subclass of its own class (``isinstance`` stays t
 ``bind``/``reshape``/``forward`` understand per-device shapes: stock ``Module.forward`` and
 ``Module.reshape`` crash on per-device lists, so the behaviour has to travel with the module
 and keep working after ``uninstall()``.
+
+Every entry point (the free functions, the wrappers, the class methods) reaches
+:func:`_per_device_spec`, which decides "stock or per device" once and parses once; the
+parsed :class:`~mxpatch_bind.shapes.DeviceShapes` is what travels further down, and a module
+method handed one takes it as it is.
 """
 
-import functools
+import inspect
+from collections import namedtuple
+from typing import Any, Optional, Sequence, Union
 
 from mxnet import ndarray as nd
 from mxnet.io import DataDesc
 from mxnet.module import BucketingModule, Module
 
-from . import distributed, memory, shapes
-from .executor_group import PerDeviceExecutorGroup, is_device_batch
+from . import batches, distributed, memory, shapes
+from .executor_group import PerDeviceExecutorGroup
+from .shapes import DeviceShapes
+from .transactions import all_or_nothing
 
 __all__ = ["bind", "reshape", "adopt_module", "is_per_device"]
 
+# A shape spec as callers pass it: stock [(name, shape) | DataDesc, ...], one such list per
+# device, or a DeviceShapes this package already parsed.
+ShapeSpec = Union[Sequence[Any], DeviceShapes]
 
-def bind(module, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
-         force_rebind=False, shared_module=None, grad_req='write'):
+def bind(module: Module, data_shapes: ShapeSpec, label_shapes: Optional[ShapeSpec] = None,
+         for_training: bool = True, inputs_need_grad: bool = False, force_rebind: bool = False,
+         shared_module: Optional[Module] = None, grad_req: Any = 'write') -> None:
     """Binds the symbols to construct executors, one input shape per device if asked.
 
     ``Module.bind`` with per-device shape lists. With a stock (flat) spec it calls
@@ -56,6 +69,9 @@ def bind(module, data_shapes, label_shapes=None, for_training=True, inputs_need_
     ------
     ShapeSpecError
         A malformed per-device spec, before anything changes.
+    MXNetError
+        MXNet could not bind (e.g. out of memory): the module is exactly as before,
+        its class included.
 
     Notes
     -----
@@ -63,7 +79,9 @@ def bind(module, data_shapes, label_shapes=None, for_training=True, inputs_need_
     ``init_optimizer`` sets ``rescale_grad = 1/total`` (the Deformable-ConvNets fork used
     1/number-of-devices); on a ``dist_*_sync`` kvstore, the total over all workers' devices.
     ``module.data_shapes``, ``label_shapes`` and ``output_shapes`` are per-device lists on a
-    per-device module. Parameters stay on the CPU as stock keeps them.
+    per-device module. Parameters stay on the CPU as stock keeps them. On a module that is
+    already bound (and ``force_rebind=False``) it logs MXNet's "Already bound" warning and
+    changes nothing, the module's class included, as ``Module.bind`` does.
 
     Examples
     --------
@@ -76,14 +94,16 @@ def bind(module, data_shapes, label_shapes=None, for_training=True, inputs_need_
     >>> [shape for (_, shape), in mod.output_shapes]
     [(2, 4, 30, 46), (3, 4, 38, 22)]
     """
-    args = (data_shapes, label_shapes, for_training, inputs_need_grad, force_rebind,
-            shared_module, grad_req)
-    if shapes.spec_form(data_shapes, label_shapes) == shapes.STOCK:
-        return module.bind(*args)
-    return _call_per_device(module, "bind", args)
+    spec = _per_device_spec(module, data_shapes, label_shapes)
+    if spec is None:
+        return module.bind(data_shapes, label_shapes, for_training, inputs_need_grad,
+                           force_rebind, shared_module, grad_req)
+    return _call_per_device(module, "bind", (spec, None, for_training, inputs_need_grad,
+                                             force_rebind, shared_module, grad_req))
 
 
-def reshape(module, data_shapes, label_shapes=None):
+def reshape(module: Module, data_shapes: ShapeSpec,
+            label_shapes: Optional[ShapeSpec] = None) -> None:
     """Reshapes a bound module for new input shapes, one shape per device if asked.
 
     ``Module.reshape`` with per-device shape lists. Only devices whose shapes changed are
@@ -104,6 +124,8 @@ def reshape(module, data_shapes, label_shapes=None):
     ------
     ShapeSpecError
         A malformed per-device spec; the module keeps its previous shapes and stays usable.
+    MXNetError
+        MXNet could not reshape a device: the module is exactly as before.
 
     Examples
     --------
@@ -116,9 +138,10 @@ def reshape(module, data_shapes, label_shapes=None):
     >>> [[d.shape for d in device] for device in mod.data_shapes]
     [[(1, 5)], [(3, 5)]]
     """
-    if shapes.spec_form(data_shapes, label_shapes) == shapes.STOCK:
+    spec = _per_device_spec(module, data_shapes, label_shapes)
+    if spec is None:
         return module.reshape(data_shapes, label_shapes)
-    return _call_per_device(module, "reshape", (data_shapes, label_shapes))
+    return _call_per_device(module, "reshape", (spec, None))
 
 
 def is_per_device(module):
@@ -127,7 +150,20 @@ def is_per_device(module):
     return isinstance(group, PerDeviceExecutorGroup) and group.per_device
 
 
-# --------------------------------------------------------------------------- implementation
+# --------------------------------------------------------------------------- the one path
+def _per_device_spec(module, data_shapes, label_shapes):
+    """The one place a call is classified: ``None`` for a stock spec, else the parsed spec.
+
+    A :class:`DeviceShapes` (what the package itself passes down) is taken as it is, after a
+    check that it fits this module; anything else per device is parsed here, once.
+    """
+    if shapes.spec_form(data_shapes, label_shapes) == shapes.STOCK:
+        return None
+    _require_module(module)
+    return shapes.parse_device_shapes(data_shapes, label_shapes, module.data_names,
+                                      module.label_names, len(module._context))
+
+
 def _require_module(module):
     if not isinstance(module, Module):
         raise TypeError("per-device shapes need a mxnet.module.Module; got %r (a BucketingModule "
@@ -135,66 +171,71 @@ def _require_module(module):
 
 
 def _call_per_device(module, method, args):
-    """``module.bind`` / ``module.reshape`` with a per-device spec, without install().
+    """``module.bind`` / ``module.reshape`` with a parsed spec, without install().
 
-    The spec is validated first, so a malformed one changes nothing. The module's own method
-    runs, so a subclass's override takes part; an override (SVRGModule's binds an auxiliary
-    module too) calls other modules' methods, so it runs under a temporary patch.
+    The module's own method runs, so a subclass's override takes part; an override
+    (SVRGModule's binds an auxiliary module too) calls other modules' methods, so it runs
+    under a temporary patch. A failure leaves the module as it was, its class included, and
+    so does a call that changed nothing (``bind`` on a bound module only warns).
     """
-    _require_module(module)
-    _parse(module, args[0], args[1])
     original_class = type(module)
-    adopt_module(module)
-    try:
+    with all_or_nothing(module):
+        adopt_module(module)
         if _overrides_module_method(original_class, method):
             from .patching import patched  # binding.py is loaded by patching; import late
             with patched():
-                return getattr(module, method)(*args)
-        return getattr(module, method)(*args)
-    except BaseException:
+                getattr(module, method)(*args)
+        else:
+            getattr(module, method)(*args)
+    if not is_per_device(module):
         module.__class__ = original_class
-        raise
 
 
-def _parse(module, data_shapes, label_shapes):
-    return shapes.parse_device_shapes(data_shapes, label_shapes, module.data_names,
-                                      module.label_names, len(module._context))
+# bind's options after the two shape arguments, in its signature's order.
+BindOptions = namedtuple("BindOptions", ["for_training", "inputs_need_grad", "force_rebind",
+                                         "shared_module", "grad_req"])
 
 
-def _bind_per_device(module, data_shapes, label_shapes=None, for_training=True,
-                     inputs_need_grad=False, force_rebind=False, shared_module=None,
-                     grad_req='write'):
-    _require_module(module)
-    spec = _parse(module, data_shapes, label_shapes)
-    if inputs_need_grad and not for_training:
-        raise ValueError("inputs_need_grad=True needs for_training=True")
-    shared_group = _shared_group(module, shared_module)
-    memory.cap_mkldnn_cache()  # per-device shapes are many; oneDNN caches one entry per shape
-    if force_rebind:
-        module._reset_bind()
-    if module.binded:
+def _bind_per_device(module, spec, options):
+    """Bind ``module`` with a parsed per-device ``spec``: one executor per device.
+
+    Stock's body with a per-device executor group; every argument is checked before anything
+    changes, and a failure inside MXNet leaves the module as it was.
+
+    Upstream: mxnet.module.module.Module.bind
+    """
+    if options.inputs_need_grad and not options.for_training:
+        raise ValueError("inputs_need_grad=True needs for_training=True; got for_training=%r"
+                         % (options.for_training,))
+    shared_group = _shared_group(module, options.shared_module)
+    if module.binded and not options.force_rebind:
         module.logger.warning('Already bound, ignoring bind()')
         return
-    group = PerDeviceExecutorGroup(
-        module._symbol, module._context, module._work_load_list, spec, module._param_names,
-        for_training, inputs_need_grad, shared_group, logger=module.logger,
-        fixed_param_names=module._fixed_param_names, grad_req=grad_req,
-        state_names=module._state_names, group2ctxs=module._group2ctxs)
-    arg_params, aux_params = _params_for(module, group, shared_module)
-    module.for_training = for_training
-    module.inputs_need_grad = inputs_need_grad
-    module._grad_req = grad_req
-    module._data_shapes, module._label_shapes = spec.data, spec.label
-    module._exec_group = group
-    module._total_exec_bytes = group._total_exec_bytes
-    module._arg_params, module._aux_params = arg_params, aux_params
-    if shared_module is not None:
-        module.params_initialized = True
-        if shared_module.optimizer_initialized:
-            module.borrow_optimizer(shared_module)
-    adopt_module(module)
-    # Set last, as stock does: a failed bind leaves the module unbound.
-    module.binded = True
+    memory.cap_mkldnn_cache()  # per-device shapes are many; oneDNN caches one entry per shape
+    with all_or_nothing(module):
+        if options.force_rebind:
+            module._reset_bind()
+        group = PerDeviceExecutorGroup(
+            module._symbol, module._context, module._work_load_list, spec,
+            module._param_names, options.for_training, options.inputs_need_grad, shared_group,
+            logger=module.logger, fixed_param_names=module._fixed_param_names,
+            grad_req=options.grad_req, state_names=module._state_names,
+            group2ctxs=module._group2ctxs)
+        arg_params, aux_params = _params_for(module, group, options.shared_module)
+        module.for_training = options.for_training
+        module.inputs_need_grad = options.inputs_need_grad
+        module._grad_req = options.grad_req
+        module._data_shapes, module._label_shapes = spec.data, spec.label
+        module._exec_group = group
+        module._total_exec_bytes = group._total_exec_bytes
+        module._arg_params, module._aux_params = arg_params, aux_params
+        if options.shared_module is not None:
+            module.params_initialized = True
+            if options.shared_module.optimizer_initialized:
+                module.borrow_optimizer(options.shared_module)
+        adopt_module(module)
+        # Set last, as stock does: a failed bind leaves the module unbound.
+        module.binded = True
 
 
 def _shared_group(module, shared_module):
@@ -211,7 +252,10 @@ def _shared_group(module, shared_module):
 
 
 def _params_for(module, group, shared_module):
-    """The CPU parameter dictionaries, exactly as stock ``Module.bind`` makes them."""
+    """The CPU parameter dictionaries, exactly as stock ``Module.bind`` makes them.
+
+    Upstream: mxnet.module.module.Module.bind
+    """
     if shared_module is not None:
         return shared_module._arg_params, shared_module._aux_params
     if module.params_initialized:
@@ -225,15 +269,15 @@ def _params_for(module, group, shared_module):
     return arg_params, aux_params
 
 
-def _reshape_per_device(module, data_shapes, label_shapes=None):
-    _require_module(module)
+def _reshape_per_device(module, spec):
+    """Reshape a bound module to a parsed per-device ``spec``, all or nothing."""
     if not module.binded:
         raise RuntimeError("reshape() needs a bound module; call bind() first")
-    spec = _parse(module, data_shapes, label_shapes)
-    group = PerDeviceExecutorGroup.adopt(module._exec_group)
-    group.reshape(spec)
-    module._data_shapes, module._label_shapes = spec.data, spec.label
-    adopt_module(module)
+    with all_or_nothing(module):
+        group = PerDeviceExecutorGroup.adopt(module._exec_group)
+        group.reshape(spec)
+        module._data_shapes, module._label_shapes = spec.data, spec.label
+        adopt_module(module)
 
 
 # --------------------------------------------------------------------------- module classes
@@ -244,29 +288,47 @@ class PerDeviceModule(Module):
 
     def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
              force_rebind=False, shared_module=None, grad_req='write'):
-        if shapes.spec_form(data_shapes, label_shapes) == shapes.STOCK:
-            return super().bind(data_shapes, label_shapes, for_training, inputs_need_grad,
-                                force_rebind, shared_module, grad_req)
-        return _bind_per_device(self, data_shapes, label_shapes, for_training,
-                                inputs_need_grad, force_rebind, shared_module, grad_req)
+        """``Module.bind`` that also takes per-device specs (see :func:`mxpatch_bind.bind`)."""
+        spec = _per_device_spec(self, data_shapes, label_shapes)
+        if spec is None:
+            # Stock bind resets the binding before building executors: undo it on failure.
+            with all_or_nothing(self):
+                return super().bind(data_shapes, label_shapes, for_training, inputs_need_grad,
+                                    force_rebind, shared_module, grad_req)
+        return _bind_per_device(self, spec, BindOptions(for_training, inputs_need_grad,
+                                                        force_rebind, shared_module, grad_req))
 
     def reshape(self, data_shapes, label_shapes=None):
-        if shapes.spec_form(data_shapes, label_shapes) == shapes.STOCK:
+        """``Module.reshape`` that also takes per-device specs, all or nothing in both forms."""
+        spec = _per_device_spec(self, data_shapes, label_shapes)
+        if spec is not None:
+            return _reshape_per_device(self, spec)
+        # Stock reshape sets _data_shapes before the executors reshape: undo it on failure.
+        with all_or_nothing(self):
             return super().reshape(data_shapes, label_shapes)
-        return _reshape_per_device(self, data_shapes, label_shapes)
 
     def forward(self, data_batch, is_train=None):
+        """``Module.forward`` for every batch form; a per-device batch is checked before any
+        array is copied and reshapes the devices whose shapes differ, as stock forward does.
+
+        A module bound in stock form fed a per-device batch reshapes to per device (never
+        rebinds), as it reshapes for a flat batch of new shapes.
+
+        Raises
+        ------
+        BatchError
+            The batch does not fit the module; nothing has changed.
+        """
         if not (self.binded and self.params_initialized):
             raise RuntimeError("forward() needs a bound module with initialised parameters")
-        if is_device_batch(data_batch) or _is_varied_batch_list(data_batch):
-            _reshape_to_batch(self, data_batch)
-            return self._exec_group.forward(data_batch, is_train)
-        if is_per_device(self) and not _fits_merged(self, data_batch):
-            # A flat batch the devices cannot share out: move back to stock form first.
-            self.reshape(*_flat_descs(self, data_batch))
-        if is_per_device(self):
-            return self._exec_group.forward(data_batch, is_train)
-        return super().forward(data_batch, is_train)
+        form = shapes.batch_form(data_batch)
+        if form == shapes.STOCK:
+            return _forward_flat(self, data_batch, is_train)
+        checked = batches.check_device_batch(data_batch, form, _expected_inputs(self))
+        spec = _spec_for_batch(self, checked)
+        if spec is not None:
+            self.reshape(spec)  # the module's own, as stock forward calls it
+        return self._exec_group.forward_devices(checked.data, checked.label, is_train)
 
     def init_optimizer(self, kvstore='local', optimizer='sgd',
                        optimizer_params=(('learning_rate', 0.01),), force_init=False):
@@ -310,24 +372,27 @@ class PerDeviceBucketingModule(BucketingModule):
     """The class a ``BucketingModule`` whose default bucket is bound per device switches to."""
 
     def switch_bucket(self, bucket_key, data_shapes, label_shapes=None):
+        """``BucketingModule.switch_bucket``; a new key's bucket binds per device, and a
+        failure leaves the bucketing module (its buckets, its current bucket) as before."""
         # Stock switch_bucket builds a fresh Module and calls whatever Module.bind is then
         # (stock once uninstalled); for a new key with per-device shapes, hand it a module
         # that already binds per device.
         if (not self.binded or bucket_key in self._buckets
                 or shapes.spec_form(data_shapes, label_shapes) == shapes.STOCK):
             return super().switch_bucket(bucket_key, data_shapes, label_shapes)
-        module = adopt_module(self._new_bucket_module(bucket_key))
-        self._buckets[bucket_key] = module
-        try:
+        with all_or_nothing(self):
+            module = adopt_module(self._new_bucket_module(bucket_key))
+            self._buckets[bucket_key] = module
             super().switch_bucket(bucket_key, data_shapes, label_shapes)
-        except BaseException:
-            del self._buckets[bucket_key]
-            raise
-        # Stock installs the monitor only on the buckets it creates itself.
-        if self._monitor is not None:
-            module.install_monitor(self._monitor)
+            # Stock installs the monitor only on the buckets it creates itself.
+            if self._monitor is not None:
+                module.install_monitor(self._monitor)
 
     def _new_bucket_module(self, bucket_key):
+        """The unbound Module stock ``switch_bucket`` builds for a new key.
+
+        Upstream: mxnet.module.bucketing_module.BucketingModule.switch_bucket
+        """
         symbol, data_names, label_names = self._call_sym_gen(bucket_key)
         return Module(symbol, data_names, label_names, logger=self.logger,
                       context=self._context, work_load_list=self._work_load_list,
@@ -335,16 +400,28 @@ class PerDeviceBucketingModule(BucketingModule):
                       group2ctxs=self._group2ctxs, compression_params=self._compression_params)
 
 
-@functools.lru_cache(maxsize=None)
+# Where a class's per-device class is kept: in the class's own __dict__. The derived class
+# refers to its base through __bases__, so any cache holding it strongly (lru_cache, or as a
+# WeakKeyDictionary value) would keep the base alive forever; kept on the base, the two form
+# one cycle that the garbage collector frees once neither is used.
+_PER_DEVICE_CLASS = "_mxpatch_bind_per_device_class"
+
+
 def _per_device_class(cls):
-    bucketing = issubclass(cls, BucketingModule)
-    per_device = PerDeviceBucketingModule if bucketing else PerDeviceModule
-    if cls in (Module, BucketingModule):
-        return per_device
-    # (cls, per_device): the MRO puts cls's own methods first and ours right before
-    # Module's, so an override's super() call reaches the per-device behaviour.
-    return type("PerDevice" + cls.__name__, (cls, per_device),
-                {"__module__": __name__, "__doc__": cls.__doc__})
+    if cls is Module:
+        return PerDeviceModule
+    if cls is BucketingModule:
+        return PerDeviceBucketingModule
+    derived = vars(cls).get(_PER_DEVICE_CLASS)  # vars: a subclass must not find its base's
+    if derived is None:
+        per_device = (PerDeviceBucketingModule if issubclass(cls, BucketingModule)
+                      else PerDeviceModule)
+        # (cls, per_device): the MRO puts cls's own methods first and ours right before
+        # Module's, so an override's super() call reaches the per-device behaviour.
+        derived = type("PerDevice" + cls.__name__, (cls, per_device),
+                       {"__module__": __name__, "__doc__": cls.__doc__})
+        type.__setattr__(cls, _PER_DEVICE_CLASS, derived)
+    return derived
 
 
 def adopt_module(module):
@@ -377,94 +454,126 @@ def _overrides_module_method(cls, name):
 
 
 # --------------------------------------------------------------------------- forward helpers
-def _is_varied_batch_list(data_batch):
-    """A pre-sliced list of DataBatch, which stock only accepts with equal shapes."""
-    return isinstance(data_batch, list) and bool(data_batch) and hasattr(data_batch[0], "data")
-
-
-def _device_arrays(data_batch, field):
-    """Per-device lists of arrays of ``field`` ('data' or 'label') in either device form."""
-    if isinstance(data_batch, list):
-        return [getattr(batch, field) for batch in data_batch]
-    return getattr(data_batch, field)
-
-
-def _device_provided(data_batch, field):
-    """Per-device ``provide_data``/``provide_label`` if the batch carries them, else None."""
-    if isinstance(data_batch, list):
-        provided = [getattr(batch, field, None) for batch in data_batch]
-        return provided if all(provided) else None
-    provided = getattr(data_batch, field, None)
-    if provided and shapes.spec_form(provided) == shapes.PER_DEVICE:
-        return provided
-    return None
-
-
-def _templates(module, field):
-    """The module's current descs for ``field``, flat (device 0's when per device)."""
+def _current_descs(module, field):
+    """The module's descs for ``field`` ('data' or 'label') per device (one list when stock)."""
     descs = module._data_shapes if field == "data" else module._label_shapes
-    if descs and is_per_device(module):
-        return descs[0]
+    if descs is None:
+        return None
+    return descs if is_per_device(module) else [descs]
+
+
+def _expected_inputs(module):
+    """What a batch must hold for ``module``: names in the executors' order and their ranks."""
+    data = _current_descs(module, "data")[0]
+    labels = _current_descs(module, "label")
+    if labels is not None:
+        label_names = [desc.name for desc in labels[0]]
+        label_ranks = [len(desc.shape) for desc in labels[0]]
+    else:
+        # Bound without labels: a labelled batch may bring them (ranks unknown).
+        label_names = list(module.label_names)
+        label_ranks = [None] * len(label_names)
+    return batches.Expected(len(module._context), [desc.name for desc in data],
+                            [len(desc.shape) for desc in data], label_names, label_ranks)
+
+
+def _spec_for_batch(module, checked):
+    """The spec the devices need for a checked batch, or ``None`` when they already have it.
+
+    Labels count too: a labelled batch on a module bound without labels, or with other label
+    shapes, reshapes, so no device ever trains on labels left from an earlier batch.
+
+    Upstream: mxnet.module.module.Module.forward
+    """
+    if is_per_device(module):
+        group = module._exec_group
+        current = (tuple(tuple(tuple(d.shape) for d in device) for device in group.data_shapes),
+                   None if group.label_shapes is None else
+                   tuple(tuple(tuple(d.shape) for d in device) for device in group.label_shapes))
+        wanted_labels = checked.label_shapes if checked.label_shapes is not None else current[1]
+        if (checked.data_shapes, wanted_labels) == current:
+            return None
+    data = _descs_for(module, "data", checked.data_shapes, checked.provide_data)
+    label = None
+    if checked.label_shapes is not None:
+        label = _descs_for(module, "label", checked.label_shapes, checked.provide_label)
+    spec = DeviceShapes(data, label)
+    shapes.check_layouts_agree(spec)  # provide_data DataDescs may bring layouts
+    batches.check_batch_sizes(spec)
+    return spec
+
+
+def _descs_for(module, field, device_shapes, provided):
+    """One list of DataDesc per device: the arrays' shapes, and the dtype and layout of the
+    batch's provide_* DataDesc where given, else of the module's current inputs."""
+    templates = {}
+    current = _current_descs(module, field)
+    if current:
+        templates = {desc.name: desc for desc in current[0]}
+    expected = _expected_inputs(module)
+    names = expected.data_names if field == "data" else expected.label_names
+    descs = []
+    for device, shapes_ in enumerate(device_shapes):
+        entries = provided[device] if provided and batches.given(provided[device]) else None
+        device_descs = []
+        for position, (name, shape) in enumerate(zip(names, shapes_)):
+            source = entries[position] if entries else templates.get(name)
+            if isinstance(source, DataDesc):
+                device_descs.append(DataDesc(name, shape, source.dtype, source.layout))
+            else:
+                template = templates.get(name)
+                device_descs.append(DataDesc(name, shape, template.dtype, template.layout)
+                                    if template is not None else DataDesc(name, shape))
+        descs.append(device_descs)
     return descs
 
 
-def _descs_like(module, field, device_arrays):
-    """One list of DataDesc per device: the arrays' shapes, the module's names, dtypes, layouts."""
-    templates = _templates(module, field)
-    names = module.data_names if field == "data" else module.label_names
-    if templates:
-        return [[DataDesc(t.name, a.shape, t.dtype, t.layout) for t, a in zip(templates, arrays)]
-                for arrays in device_arrays]
-    return [[DataDesc(n, a.shape) for n, a in zip(names, arrays)] for arrays in device_arrays]
-
-
-def _reshape_to_batch(module, data_batch):
-    """Reshape the devices whose data shapes differ from the batch's, as stock forward does."""
-    data_arrays = _device_arrays(data_batch, "data")
-    wanted = [[tuple(a.shape) for a in arrays] for arrays in data_arrays]
+def _forward_flat(module, data_batch, is_train):
+    """A flat DataBatch: stock forward, or on a per-device module split by ``slices`` when it
+    is exactly the devices' shapes concatenated, else after a reshape back to stock form."""
+    if not is_per_device(module):
+        return Module.forward(module, data_batch, is_train)
+    expected = _expected_inputs(module)
+    batch_shapes = batches.check_flat_batch(data_batch, expected)
+    if not _fits_merged(module, batch_shapes):
+        module.reshape(*_flat_descs(module, data_batch, batch_shapes))
     if is_per_device(module):
-        current = [[tuple(d.shape) for d in device] for device in module._data_shapes]
-        if current == wanted:
-            return
-    data_shapes = (_device_provided(data_batch, "provide_data")
-                   or _descs_like(module, "data", data_arrays))
-    label_shapes = _device_provided(data_batch, "provide_label")
-    label_arrays = _device_arrays(data_batch, "label")
-    if label_shapes is None and label_arrays and all(label_arrays):
-        label_shapes = _descs_like(module, "label", label_arrays)
-    module.reshape(data_shapes, label_shapes)  # the module's own, as stock forward calls it
+        return module._exec_group.forward(data_batch, is_train)
+    return Module.forward(module, data_batch, is_train)
 
 
-def _fits_merged(module, data_batch):
+def _fits_merged(module, batch_shapes):
     """Whether a flat batch has exactly the devices' shapes concatenated on the batch axis."""
     group = module._exec_group
-    for index, array in enumerate(data_batch.data):
+    for index, shape in enumerate(batch_shapes):
         axis = group.data_layouts[index]
-        per_device = [device[index].shape for device in module._data_shapes]
+        per_device = [tuple(device[index].shape) for device in module._data_shapes]
         if axis < 0:
-            if any(tuple(array.shape) != tuple(s) for s in per_device):
+            if any(shape != s for s in per_device):
                 return False
             continue
         merged = list(per_device[0])
         merged[axis] = sum(s[axis] for s in per_device)
         if any(s[:axis] + s[axis + 1:] != per_device[0][:axis] + per_device[0][axis + 1:]
-               for s in per_device) or tuple(array.shape) != tuple(merged):
+               for s in per_device) or shape != tuple(merged):
             return False
     return True
 
 
-def _flat_descs(module, data_batch):
-    """Flat (stock) data and label descs for a flat batch, as stock forward derives them."""
-    if getattr(data_batch, "provide_data", None):
-        data = data_batch.provide_data
-    else:
-        data = _descs_like(module, "data", [data_batch.data])[0]
-    if getattr(data_batch, "provide_label", None):
-        label = data_batch.provide_label
-    elif getattr(data_batch, "label", None) and _templates(module, "label"):
-        label = _descs_like(module, "label", [data_batch.label])[0]
-    else:
-        label = None
+def _flat_descs(module, data_batch, batch_shapes):
+    """Flat (stock) data and label descs for a flat batch, as stock forward derives them.
+
+    Upstream: mxnet.module.module.Module.forward
+    """
+    data = getattr(data_batch, "provide_data", None)
+    if not batches.given(data):
+        data = _descs_for(module, "data", [batch_shapes], None)[0]
+    labels = getattr(data_batch, "label", None)
+    if not (batches.given(labels) and module.label_names):
+        return data, None  # labels the module ignores, as stock does
+    label = getattr(data_batch, "provide_label", None)
+    if not batches.given(label):
+        label = _descs_for(module, "label", [tuple(tuple(a.shape) for a in labels)], None)[0]
     return data, label
 
 
@@ -485,17 +594,62 @@ def _shape_args(args, kwargs):
 def bind_wrapper(wrapped, instance, args, kwargs):
     """What the patched ``Module.bind`` runs: stock specs go straight to the original."""
     module, method_args = _split_call(instance, args)
-    if shapes.spec_form(*_shape_args(method_args, kwargs)) == shapes.STOCK:
+    spec = _per_device_spec(module, *_shape_args(method_args, kwargs))
+    if spec is None:
         return wrapped(*args, **kwargs)
-    return _bind_per_device(module, *method_args, **kwargs)
+    return _bind_per_device(module, spec, _bind_options(module, method_args, kwargs))
 
 
 def reshape_wrapper(wrapped, instance, args, kwargs):
     """What the patched ``Module.reshape`` runs: stock specs go straight to the original."""
     module, method_args = _split_call(instance, args)
-    if shapes.spec_form(*_shape_args(method_args, kwargs)) == shapes.STOCK:
+    spec = _per_device_spec(module, *_shape_args(method_args, kwargs))
+    if spec is None:
         return wrapped(*args, **kwargs)
-    return _reshape_per_device(module, *method_args, **kwargs)
+    _RESHAPE_SIGNATURE.bind(module, *method_args, **kwargs)  # a TypeError as stock gives
+    return _reshape_per_device(module, spec)
+
+
+def forward_wrapper(wrapped, instance, args, kwargs):
+    """What a patched ``Module.forward`` runs: a per-device batch on a plain ``Module`` bound
+    in stock form switches it to the per-device class, which reshapes it to per device;
+    everything else goes straight to the original (a flat batch costs one ``batch_form``)."""
+    module, method_args = _split_call(instance, args)
+    data_batch = method_args[0] if method_args else kwargs.get("data_batch")
+    if (isinstance(module, PerDeviceModule) or not isinstance(module, Module)
+            or _stock_forward_takes(data_batch)):
+        return wrapped(*args, **kwargs)
+    with all_or_nothing(module):
+        adopt_module(module)
+        return module.forward(*method_args, **kwargs)
+
+
+def _stock_forward_takes(data_batch):
+    """Whether stock ``Module.forward`` handles this batch as it is: a flat batch, or a
+    pre-sliced list of batches whose data shapes are all equal (stock asserts they are)."""
+    form = shapes.batch_form(data_batch)
+    if form != shapes.BATCH_LIST:
+        return form == shapes.STOCK
+    first = _data_shapes_of(data_batch[0])
+    return first is not None and all(_data_shapes_of(b) == first for b in data_batch[1:])
+
+
+def _data_shapes_of(batch):
+    data = getattr(batch, "data", None)
+    if not isinstance(data, (list, tuple)) or not all(hasattr(a, "shape") for a in data):
+        return None  # malformed: the per-device path names what is wrong
+    return [tuple(a.shape) for a in data]
+
+
+# The options of a call, named as PerDeviceModule's methods (signatures written once) name them.
+_BIND_SIGNATURE = inspect.signature(PerDeviceModule.bind)
+_RESHAPE_SIGNATURE = inspect.signature(PerDeviceModule.reshape)
+
+
+def _bind_options(module, method_args, kwargs):
+    call = _BIND_SIGNATURE.bind(module, *method_args, **kwargs)
+    call.apply_defaults()
+    return BindOptions(*(call.arguments[name] for name in BindOptions._fields))
 
 
 def bucketing_bind_wrapper(wrapped, instance, args, kwargs):

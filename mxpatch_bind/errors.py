@@ -1,6 +1,6 @@
 """Exceptions raised by mxpatch_bind (private module; import them from ``mxpatch_bind``)."""
 
-__all__ = ["PatchError", "UnsupportedMXNetError", "ShapeSpecError"]
+__all__ = ["PatchError", "UnsupportedMXNetError", "ShapeSpecError", "BatchError", "DataSpecError"]
 
 
 class PatchError(Exception):
@@ -39,5 +39,36 @@ class ShapeSpecError(PatchError, ValueError):
     --------
     >>> from mxpatch_bind import ShapeSpecError
     >>> issubclass(ShapeSpecError, ValueError)
+    True
+    """
+
+
+class BatchError(PatchError, ValueError):
+    """A batch handed to ``forward`` does not fit the module's per-device inputs.
+
+    The message names the device index, the input, what was given and what was expected.
+    It is raised before any array is copied or any executor reshaped: the module is
+    exactly as it was.
+
+    Examples
+    --------
+    >>> from mxpatch_bind import BatchError
+    >>> issubclass(BatchError, ValueError)
+    True
+    """
+
+
+class DataSpecError(PatchError, ValueError):
+    """Samples, input declarations, sizes or options given to ``PerDeviceIter`` are malformed.
+
+    The message names the sample index, the input and what was expected. It is
+    raised in the constructor, before the iterator exists (for a lazily loaded
+    dataset: when the declared sizes or the first sample disagree with the
+    declarations, and later when a decoded sample does not fit its plan).
+
+    Examples
+    --------
+    >>> from mxpatch_bind import DataSpecError
+    >>> issubclass(DataSpecError, ValueError)
     True
     """

@@ -193,6 +193,10 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         self._collect_arrays()
 
     def _collect_arrays(self):
+        """Stock's arrays, with each device's rows of the merged batch as its slice.
+
+        Upstream: mxnet.module.executor_group.DataParallelExecutorGroup._collect_arrays
+        """
         if not self.per_device:
             return super()._collect_arrays()
         # Same arrays as stock, with each device's rows of the merged batch as its slice.
@@ -229,10 +233,20 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         """
         if not self.per_device or not is_device_batch(data_batch):
             return super().forward(data_batch, is_train)
-        for exec_, device_arrays in zip(self.execs, data_batch.data):
+        labels = data_batch.label if _has_labels(data_batch.label) else None
+        return self.forward_devices(data_batch.data, labels, is_train)
+
+    def forward_devices(self, data, labels, is_train=None):
+        """Copy one list of arrays per device into its executor and run every one forward.
+
+        ``labels`` is ``None`` to keep the label arrays as they are (stock does the same for
+        a batch without labels). The module checked the arrays (``batches.py``): the copies
+        cannot fail half-way on a malformed batch.
+        """
+        for exec_, device_arrays in zip(self.execs, data):
             _copy_inputs(device_arrays, exec_, self.data_names)
-        if self.label_arrays is not None and _has_labels(data_batch.label):
-            for exec_, device_arrays in zip(self.execs, data_batch.label):
+        if self.label_arrays is not None and labels is not None:
+            for exec_, device_arrays in zip(self.execs, labels):
                 _copy_inputs(device_arrays, exec_, self.label_names)
         if is_train is None:
             is_train = self.for_training
@@ -327,6 +341,9 @@ def _reshape_executor(base, shapes):
     Executors never modify them, so the new executor shares the base's. The C call and the
     arrays are exactly ``Executor.reshape``'s. Other MXNet versions, a monitor callback and
     ``group2ctx`` take ``Executor.reshape`` itself.
+
+    Upstream: mxnet.executor.Executor.reshape
+    Upstream: mxnet.executor.Executor.__init__
     """
     if (not mx.__version__.startswith(_LEAN_RESHAPE_VERSIONS)
             or base._monitor_callback is not None or base._group2ctx):

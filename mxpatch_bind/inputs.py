@@ -11,7 +11,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from .errors import PatchError
+from .errors import DataSpecError
 
 __all__ = ["Input", "DataSpecError", "check_dtype", "check_inputs", "as_array", "as_fields",
            "check_fields", "sample_size", "pack_device", "MXNET_DTYPES"]
@@ -22,22 +22,6 @@ MXNET_DTYPES = tuple(np.dtype(name) for name in (
     "float16", "float32", "float64", "uint8", "int8", "int32", "int64", "bool"))
 # Sample dtypes that convert to any of them without losing meaning: booleans, integers, floats.
 _CONVERTIBLE_KINDS = "biuf"
-
-
-class DataSpecError(PatchError, ValueError):
-    """Samples, input declarations, sizes or options given to ``PerDeviceIter`` are malformed.
-
-    The message names the sample index, the input and what was expected. It is
-    raised in the constructor, before the iterator exists (for a lazily loaded
-    dataset: when the declared sizes or the first sample disagree with the
-    declarations, and later when a decoded sample does not fit its plan).
-
-    Examples
-    --------
-    >>> from mxpatch_bind.inputs import DataSpecError
-    >>> issubclass(DataSpecError, ValueError)
-    True
-    """
 
 
 def _check_axes(name, role, axes):

@@ -60,12 +60,16 @@ Target.__doc__ = ("One patched method: where it lives, our wrapper ('name' in bi
 
 # Patch the classes in the modules that define them: MXNet looks the methods up on the class
 # (``module.bind(...)``, ``Module.bind(self, ...)`` through super()), so every caller sees it.
+# Module.forward is patched so that a per-device batch fed to a module bound in stock form
+# reshapes it to per device instead of failing inside MXNet; stock batches go straight through.
 # BucketingModule.bind is patched only to keep its buckets binding per device after uninstall();
 # SequentialModule.bind to bind its modules per device and chain their per-device outputs.
 TARGETS = (
     Target("mxnet.module.module", "Module", "bind", "bind_wrapper", _BIND_PARAMETERS),
     Target("mxnet.module.module", "Module", "reshape", "reshape_wrapper",
            ("self", "data_shapes", "label_shapes")),
+    Target("mxnet.module.module", "Module", "forward", "forward_wrapper",
+           ("self", "data_batch", "is_train")),
     Target("mxnet.module.bucketing_module", "BucketingModule", "bind", "bucketing_bind_wrapper",
            _BIND_PARAMETERS),
     Target("mxnet.module.sequential_module", "SequentialModule", "bind",

@@ -5,6 +5,7 @@ a *per-device* spec has one such list per context. :func:`spec_form` tells the
 two apart cheaply, so the stock path costs almost nothing; :func:`parse_device_shapes`
 turns a per-device spec into one normalised :class:`DeviceShapes` or raises
 :class:`~mxpatch_bind.ShapeSpecError` naming the device, the entry and the expected form.
+:func:`batch_form` tells the three forms of a forward batch apart, as cheaply.
 """
 
 import functools
@@ -13,10 +14,20 @@ from collections import namedtuple
 
 from .errors import ShapeSpecError
 
-__all__ = ["STOCK", "PER_DEVICE", "spec_form", "parse_device_shapes", "DeviceShapes"]
+__all__ = ["STOCK", "PER_DEVICE", "DEVICE_LISTS", "BATCH_LIST", "MAX_DIM", "spec_form",
+           "batch_form", "parse_device_shapes", "check_layouts_agree", "max_elements",
+           "DeviceShapes"]
 
 STOCK = "stock"
 PER_DEVICE = "per-device"
+# The two per-device forms of a forward batch (a flat DataBatch is STOCK).
+DEVICE_LISTS = "device-lists"  # one DataBatch whose data/label hold one list per device
+BATCH_LIST = "batch-list"      # a list of DataBatch, one per device
+
+# MXNet passes dims to its C API as mx_int (int32), and without its INT64_TENSOR_SIZE build
+# flag indexes tensors with int32 too: a bigger dim wraps around (simple_bind fails with
+# "shape dim size must be >= -1"), a bigger tensor is allocated wrong (a crash later).
+MAX_DIM = 2 ** 31 - 1
 
 _ENTRY_FORM = "a list of (name, shape) pairs or DataDesc, e.g. [('data', (2, 3, 32, 48))]"
 _SPEC_FORM = ("one entry per context, each a list of (name, shape) pairs or DataDesc, e.g. "
@@ -68,6 +79,12 @@ class DeviceShapes(namedtuple("DeviceShapes", ["data", "label"])):
         if self.label is None:
             return None
         return [_batch_axis(desc) for desc in self.label[0]]
+
+    def input_batch_sizes(self, device):
+        """``{name: samples}`` of every input of one device that has a batch axis."""
+        descs = list(self.data[device]) + list(self.label[device] if self.label else [])
+        return {desc.name: desc.shape[_batch_axis(desc)] for desc in descs
+                if _batch_axis(desc) >= 0}
 
     def shapes_of(self, device):
         """``{name: shape}`` of every input of one device, for ``Executor.reshape``."""
@@ -132,12 +149,46 @@ def spec_form(data_shapes, label_shapes=None):
     >>> spec_form([[('data', (1, 3))], [('data', (3, 3))]])
     'per-device'
     """
+    if isinstance(data_shapes, DeviceShapes):
+        return PER_DEVICE
     if isinstance(data_shapes, (list, tuple)) and any(_is_device_entry(e) for e in data_shapes):
         return PER_DEVICE
     if isinstance(label_shapes, (list, tuple)) and any(_is_device_entry(e) for e in label_shapes):
         raise ShapeSpecError(
             "label_shapes %r is per-device but data_shapes %r is flat; pass both in the "
             "same form: %s" % (label_shapes, data_shapes, _SPEC_FORM))
+    return STOCK
+
+
+def batch_form(data_batch):
+    """Tell the three forms of a forward batch apart without validating any.
+
+    Parameters
+    ----------
+    data_batch : DataBatch or list of DataBatch
+        What the caller passed to ``forward``.
+
+    Returns
+    -------
+    str
+        :data:`BATCH_LIST` for a non-empty list whose first entry has ``data`` (one batch
+        per device); :data:`DEVICE_LISTS` for a batch whose first ``data`` entry is itself
+        a list (one list of arrays per device); else :data:`STOCK` (handed to MXNet).
+
+    Examples
+    --------
+    >>> from collections import namedtuple
+    >>> Batch = namedtuple('Batch', 'data label')
+    >>> batch_form(Batch(['x'], None)), batch_form(Batch([['x0'], ['x1']], None))
+    ('stock', 'device-lists')
+    >>> batch_form([Batch(['x0'], None), Batch(['x1'], None)])
+    'batch-list'
+    """
+    if isinstance(data_batch, list):
+        return BATCH_LIST if data_batch and hasattr(data_batch[0], "data") else STOCK
+    data = getattr(data_batch, "data", None)
+    if isinstance(data, (list, tuple)) and data and isinstance(data[0], (list, tuple)):
+        return DEVICE_LISTS
     return STOCK
 
 
@@ -171,11 +222,27 @@ def parse_device_shapes(data_shapes, label_shapes, data_names, label_names, num_
     >>> spec.device_batch_sizes, spec.total_batch_size
     ([2, 3], 5)
     """
+    if isinstance(data_shapes, DeviceShapes):
+        return _check_parsed(data_shapes, label_shapes, data_names, label_names, num_devices)
     data = _parse_devices(data_shapes, "data_shapes", data_names, num_devices, strict_names=True)
     label = _parse_labels(label_shapes, label_names, num_devices)
     spec = DeviceShapes(data, label)
-    _check_layouts_agree(spec)
+    check_layouts_agree(spec)
     _check_batch_sizes(spec)
+    return spec
+
+
+def _check_parsed(spec, label_shapes, data_names, label_names, num_devices):
+    """An already parsed spec (the package passes its own down): only check it fits."""
+    if label_shapes is not None:
+        raise ShapeSpecError("label_shapes must be None when data_shapes is a parsed "
+                             "DeviceShapes (it holds the labels); got %r" % (label_shapes,))
+    if spec.num_devices != num_devices:
+        raise ShapeSpecError("the spec describes %d devices but the module has %d contexts: %r"
+                             % (spec.num_devices, num_devices, spec))
+    _check_names(spec.data, "data_shapes", data_names)
+    if spec.label is not None:
+        _check_names(spec.label, "label_shapes", label_names)
     return spec
 
 
@@ -227,9 +294,24 @@ def _parse_desc(index, item, what):
         raise ShapeSpecError("%s[%d] has entry %r; expected (name, shape) or DataDesc, as in %s"
                              % (what, index, item, _ENTRY_FORM))
     dims = _check_shape(index, name, shape, what)
-    if isinstance(item, DataDesc):
-        return DataDesc(name, dims, item.dtype, item.layout)
-    return DataDesc(name, dims, *item[2:])
+    desc = (DataDesc(name, dims, item.dtype, item.layout) if isinstance(item, DataDesc)
+            else DataDesc(name, dims, *item[2:]))
+    _check_dtype_and_layout(index, desc, what)
+    return desc
+
+
+def _check_dtype_and_layout(index, desc, what):
+    import numpy as np
+    try:
+        kind = np.dtype(desc.dtype).kind
+    except TypeError:
+        kind = None
+    if kind not in ("b", "i", "u", "f"):
+        raise ShapeSpecError("%s[%d] gives %r the dtype %r; expected a numeric numpy dtype, "
+                             "e.g. 'float32'" % (what, index, desc.name, desc.dtype))
+    if desc.layout is not None and not isinstance(desc.layout, str):
+        raise ShapeSpecError("%s[%d] gives %r the layout %r; expected None or a string such "
+                             "as 'NCHW'" % (what, index, desc.name, desc.layout))
 
 
 def _check_shape(index, name, shape, what):
@@ -240,7 +322,38 @@ def _check_shape(index, name, shape, what):
         if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim <= 0:
             raise ShapeSpecError("%s[%d] gives %r the shape %r with dimension %r; expected "
                                  "positive ints" % (what, index, name, shape, dim))
-    return tuple(int(dim) for dim in shape)
+        if dim > MAX_DIM:
+            raise ShapeSpecError("%s[%d] gives %r the shape %r with dimension %r; MXNet holds "
+                                 "dimensions up to %d (int32)"
+                                 % (what, index, name, shape, dim, MAX_DIM))
+    dims = tuple(int(dim) for dim in shape)
+    if _size(dims) > max_elements():
+        raise ShapeSpecError("%s[%d] gives %r the shape %r of %d elements; this MXNet holds "
+                             "tensors of up to %d elements (built without INT64_TENSOR_SIZE)"
+                             % (what, index, name, shape, _size(dims), max_elements()))
+    return dims
+
+
+def _size(dims):
+    size = 1
+    for dim in dims:
+        size *= dim
+    return size
+
+
+@functools.lru_cache(maxsize=None)
+def max_elements():
+    """The most elements one tensor may have in the installed MXNet (asked once).
+
+    Examples
+    --------
+    >>> max_elements() >= 2 ** 31 - 1
+    True
+    """
+    from mxnet import runtime
+    if runtime.Features().is_enabled("INT64_TENSOR_SIZE"):
+        return 2 ** 63 - 1
+    return MAX_DIM
 
 
 def _check_names(devices, what, names):
@@ -258,7 +371,20 @@ def _check_names(devices, what, names):
                              % (what, first, list(names)))
 
 
-def _check_layouts_agree(spec):
+def check_layouts_agree(spec):
+    """Every device puts each input's batch axis at the same place, inside its shape.
+
+    Examples
+    --------
+    >>> from mxnet.io import DataDesc
+    >>> spec = DeviceShapes([[DataDesc('data', (2, 3), layout='NC')],
+    ...                      [DataDesc('data', (3, 2), layout='CN')]], None)
+    >>> try:
+    ...     check_layouts_agree(spec)
+    ... except ShapeSpecError as error:
+    ...     print(error)  # doctest: +ELLIPSIS
+    data_shapes[1] gives 'data' the layout 'CN' but device 0 gives 'NC'; ...
+    """
     for what, devices in (("data_shapes", spec.data), ("label_shapes", spec.label or [])):
         for index, descs in enumerate(devices):
             for desc, first in zip(descs, devices[0]):
@@ -275,10 +401,8 @@ def _check_layouts_agree(spec):
 
 
 def _check_batch_sizes(spec):
-    for index, data in enumerate(spec.data):
-        descs = list(data) + list(spec.label[index] if spec.label else [])
-        sizes = {desc.name: desc.shape[_batch_axis(desc)] for desc in descs
-                 if _batch_axis(desc) >= 0}
+    for index in range(spec.num_devices):
+        sizes = spec.input_batch_sizes(index)
         if len(set(sizes.values())) > 1:
             raise ShapeSpecError("device %d has inputs with different batch sizes %r; every "
                                  "input of a device must hold the same samples" % (index, sizes))

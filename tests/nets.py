@@ -67,3 +67,42 @@ def single_device_reference(symbol, params, data, label, context=None, for_train
         grads = {name: g[0].asnumpy()
                  for name, g in zip(mod._exec_group.param_names, mod._exec_group.grad_arrays)}
     return outputs, grads
+
+
+def module_state(mod):
+    """What a refused or failed call must leave exactly as it was: the module's class, shapes,
+    executor group, executors, every executor input and parameter, and the optimizer."""
+    group = mod._exec_group
+    execs = None if group is None else list(group.execs)
+    return {
+        "class": type(mod),
+        "binded": mod.binded,
+        "data_shapes": repr(mod._data_shapes),
+        "label_shapes": repr(mod._label_shapes),
+        "group": group,
+        "group_class": type(group),
+        "per_device": getattr(group, "per_device", None),
+        "execs": execs,
+        "arrays": None if execs is None else [{name: array.asnumpy() for name, array
+                                               in exec_.arg_dict.items()} for exec_ in execs],
+        "optimizer": mod._optimizer,
+        "updater": mod._updater,
+    }
+
+
+def assert_same_state(before, after):
+    """Equal values, the same objects, and bit-equal arrays."""
+    assert before.keys() == after.keys()
+    for key in ("class", "group", "group_class", "optimizer", "updater"):
+        assert before[key] is after[key], key
+    for key in ("binded", "data_shapes", "label_shapes", "per_device"):
+        assert before[key] == after[key], key
+    if before["execs"] is None:
+        assert after["execs"] is None
+        return
+    assert len(before["execs"]) == len(after["execs"])
+    assert all(a is b for a, b in zip(before["execs"], after["execs"])), "executors replaced"
+    for device, (old, new) in enumerate(zip(before["arrays"], after["arrays"])):
+        assert old.keys() == new.keys()
+        for name in old:
+            assert np.array_equal(old[name], new[name]), (device, name)

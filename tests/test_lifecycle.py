@@ -20,8 +20,8 @@ from nets import conv_net, mlp
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-TARGETS = [(mx.mod.Module, "bind"), (mx.mod.Module, "reshape"), (mx.mod.BucketingModule, "bind"),
-           (mx.mod.SequentialModule, "bind")]
+TARGETS = [(mx.mod.Module, "bind"), (mx.mod.Module, "reshape"), (mx.mod.Module, "forward"),
+           (mx.mod.BucketingModule, "bind"), (mx.mod.SequentialModule, "bind")]
 
 # Captured when the test module is imported, before any test has installed anything.
 ORIGINALS = {(owner, name): vars(owner)[name] for owner, name in TARGETS}
@@ -64,10 +64,11 @@ def test_uninstall_restores_the_original_functions_by_identity():
     assert_not_patched()
 
 
-def test_status_lists_the_four_targets_and_the_mxnet_version():
+def test_status_lists_the_five_targets_and_the_mxnet_version():
     status = mxpatch_bind.status()
     assert status.targets == ("mxnet.module.module.Module.bind",
                               "mxnet.module.module.Module.reshape",
+                              "mxnet.module.module.Module.forward",
                               "mxnet.module.bucketing_module.BucketingModule.bind",
                               "mxnet.module.sequential_module.SequentialModule.bind")
     assert status.mxnet_version == mx.__version__
@@ -332,9 +333,11 @@ def test_forced_install_on_an_unsupported_version_warns_patches_and_uninstalls(m
 @pytest.mark.parametrize("owner, name, target", [
     (mx.mod.Module, "bind", "mxnet.module.module.Module.bind"),
     (mx.mod.Module, "reshape", "mxnet.module.module.Module.reshape"),
+    (mx.mod.Module, "forward", "mxnet.module.module.Module.forward"),
     (mx.mod.BucketingModule, "bind", "mxnet.module.bucketing_module.BucketingModule.bind"),
     (mx.mod.SequentialModule, "bind", "mxnet.module.sequential_module.SequentialModule.bind"),
-], ids=["Module.bind", "Module.reshape", "BucketingModule.bind", "SequentialModule.bind"])
+], ids=["Module.bind", "Module.reshape", "Module.forward", "BucketingModule.bind",
+        "SequentialModule.bind"])
 def test_install_refuses_a_method_whose_parameters_changed(monkeypatch, owner, name, target):
     def changed(self, shapes, training=True):
         raise NotImplementedError

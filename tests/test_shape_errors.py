@@ -9,7 +9,7 @@ import pytest
 
 import mxpatch_bind
 from mxpatch_bind import ShapeSpecError
-from nets import conv_net, fixed_params
+from nets import assert_same_state, conv_net, fixed_params, module_state
 
 PACKAGE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "mxpatch_bind")
@@ -69,6 +69,14 @@ BAD_SPECS = [
     bad(DATA_SHAPES, [[L0], [("softmax_label", (-3,))]], ["label_shapes[1]", "(-3,)"],
         "negative_label_dim"),
     bad([[D0], [("data", ())]], None, ["data_shapes[1]", "()"], "empty_shape"),
+    # Beyond what MXNet can hold: dims are int32 (mx_int), tensors int32-indexed
+    bad([[D0], [("data", (3, 3, 2 ** 31, 10))]], None,
+        ["data_shapes[1]", str(2 ** 31), "up to 2147483647 (int32)"], "dim_beyond_int32"),
+    bad([[D0], [("data", (3, 3, 2 ** 40, 10))]], None,
+        ["data_shapes[1]", str(2 ** 40)], "dim_beyond_unsigned_int32"),
+    bad([[D0], [("data", (3, 3, 2 ** 16, 2 ** 16))]], None,
+        ["data_shapes[1]", "38654705664 elements", "up to 2147483647 elements"],
+        "tensor_beyond_int32_elements"),
     # Something else where a shape belongs
     bad([[D0], [("data", {"n": 3})]], None, ["data_shapes[1]", "{'n': 3}"], "dict_as_shape"),
     bad([[D0], [("data", "3x3x6x10")]], None, ["data_shapes[1]", "'3x3x6x10'"],
@@ -220,6 +228,24 @@ def test_the_well_formed_reference_spec_reshapes(bound_module):
     mxpatch_bind.reshape(bound_module, [[D1], [D0]], [[L1], [L0]])
     assert [[d.shape for d in device] for device in bound_module.data_shapes] == [
         [(3, 3, 6, 10)], [(2, 3, 8, 8)]]
+
+
+def test_the_free_bind_on_a_bound_stock_module_warns_and_changes_nothing(contexts, caplog):
+    mod = mx.mod.Module(conv_net(), context=contexts)
+    mod.bind([("data", (4, 3, 8, 8))], [("softmax_label", (4,))])
+    before = module_state(mod)
+    mxpatch_bind.bind(mod, DATA_SHAPES, LABEL_SHAPES)
+    assert "Already bound" in caplog.text
+    assert_same_state(before, module_state(mod))
+    assert type(mod) is mx.mod.Module
+
+
+def test_the_largest_tensor_mxnet_holds_is_what_the_parser_accepts():
+    from mxpatch_bind import shapes
+    assert shapes.max_elements() == 2 ** 31 - 1  # this wheel is built without INT64_TENSOR_SIZE
+    spec = shapes.parse_device_shapes([[("data", (2 ** 31 - 1,))], [("data", (1,))]], None,
+                                      ["data"], [], 2)
+    assert spec.data[0][0].shape == (2 ** 31 - 1,)
 
 
 def test_shape_spec_error_is_a_value_error_and_a_patch_error():

@@ -22,12 +22,12 @@ import mxpatch_bind
 from mxpatch_bind import binding, sequential
 from nets import conv_net, fixed_params, random_batch, single_device_reference
 
-TARGETS = [("Module", "bind"), ("Module", "reshape"), ("BucketingModule", "bind"),
-           ("SequentialModule", "bind")]
+TARGETS = [("Module", "bind"), ("Module", "reshape"), ("Module", "forward"),
+           ("BucketingModule", "bind"), ("SequentialModule", "bind")]
 OWNERS = {"Module": mx.mod.Module, "BucketingModule": mx.mod.BucketingModule,
           "SequentialModule": mx.mod.SequentialModule}
-OUR_WRAPPERS = (binding.bind_wrapper, binding.reshape_wrapper, binding.bucketing_bind_wrapper,
-                sequential.bind_wrapper)
+OUR_WRAPPERS = (binding.bind_wrapper, binding.reshape_wrapper, binding.forward_wrapper,
+                binding.bucketing_bind_wrapper, sequential.bind_wrapper)
 TINY = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
 
 

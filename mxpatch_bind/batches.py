@@ -1,0 +1,279 @@
+"""Check a forward batch against the module's inputs before anything is copied (private).
+
+Every per-device forward runs :func:`check_device_batch` first: a batch that does not fit
+raises :class:`~mxpatch_bind.BatchError` naming the device, the input, what was given and
+what was expected, while the module is still exactly as it was. The checks read only Python
+attributes and one ``shape`` per array, since they run on every batch.
+"""
+
+import numbers
+from collections import namedtuple
+
+import numpy as np
+from mxnet.ndarray import NDArray
+
+from . import shapes
+from .errors import BatchError
+
+__all__ = ["Expected", "Checked", "check_device_batch", "check_flat_batch", "check_batch_sizes",
+           "given"]
+
+# numpy dtype kinds MXNet arrays can hold: bool, signed, unsigned, float (not complex,
+# strings, objects, dates); NDArrays hold only those.
+_ACCEPTED_KINDS = "biuf"
+
+Expected = namedtuple("Expected", ["num_devices", "data_names", "data_ranks", "label_names",
+                                   "label_ranks"])
+Expected.__doc__ = ("What a batch must hold: device count, input names in the executors' order, "
+                    "their ranks (``None`` where unknown); ``label_names`` empty: labels ignored.")
+
+Checked = namedtuple("Checked", ["data", "label", "data_shapes", "label_shapes", "provide_data",
+                                 "provide_label"])
+Checked.__doc__ = ("A batch that passed: per-device lists of arrays, their shapes (tuples), and "
+                   "each device's provide_data/provide_label entries (``None`` where absent); "
+                   "``label`` and ``label_shapes`` are ``None`` without labels.")
+
+
+def check_device_batch(data_batch, form, expected):
+    """Validate a per-device batch (either form) and return its arrays and shapes.
+
+    Parameters
+    ----------
+    data_batch : DataBatch or list of DataBatch
+        A batch of form :data:`~mxpatch_bind.shapes.DEVICE_LISTS` or
+        :data:`~mxpatch_bind.shapes.BATCH_LIST`.
+    form : str
+        What :func:`~mxpatch_bind.shapes.batch_form` said of it.
+    expected : Expected
+        The module's inputs.
+
+    Returns
+    -------
+    Checked
+
+    Raises
+    ------
+    BatchError
+        Naming the device index, the input, what was given and what was expected.
+
+    Examples
+    --------
+    >>> import mxnet as mx
+    >>> batch = mx.io.DataBatch(data=[[mx.nd.ones((2, 3))], [mx.nd.ones((1, 3))]])
+    >>> expected = Expected(2, ['data'], [2], [], [])
+    >>> check_device_batch(batch, shapes.DEVICE_LISTS, expected).data_shapes
+    (((2, 3),), ((1, 3),))
+    """
+    data, label, provide_data, provide_label = _split(data_batch, form, expected.num_devices)
+    _check_device_count(data, "data", expected.num_devices)
+    data_shapes = _check_devices(data, "data", expected.data_names, expected.data_ranks)
+    label_shapes = None
+    if expected.label_names:
+        label = _present_labels(label, expected.num_devices)
+        if label is not None:
+            label_shapes = _check_devices(label, "label", expected.label_names,
+                                          expected.label_ranks)
+    else:
+        label = None  # a module without label inputs ignores labels, as stock does
+    _check_provided(provide_data, "data", expected.data_names, data_shapes)
+    if label_shapes is not None:
+        _check_provided(provide_label, "label", expected.label_names, label_shapes)
+    return Checked(data, label, data_shapes, label_shapes, provide_data,
+                   provide_label if label_shapes is not None else None)
+
+
+def check_flat_batch(data_batch, expected):
+    """Validate a flat (stock) batch for a module bound per device: one device, named inputs.
+
+    Examples
+    --------
+    >>> import mxnet as mx
+    >>> check_flat_batch(mx.io.DataBatch(data=[mx.nd.ones((3, 4))]),
+    ...                  Expected(2, ['data'], [2], [], []))
+    ((3, 4),)
+    """
+    data = getattr(data_batch, "data", None)
+    if not isinstance(data, (list, tuple)):
+        raise BatchError("the batch's data is %r; expected a list of arrays, one per input %r"
+                         % (data, list(expected.data_names)))
+    shapes_ = _check_device(None, data, "data", expected.data_names, expected.data_ranks)
+    provided = getattr(data_batch, "provide_data", None)
+    if given(provided):
+        _check_device_provided(None, provided, "data", expected.data_names, shapes_)
+    label = getattr(data_batch, "label", None)
+    if given(label) and expected.label_names:
+        label_shapes = _check_device(None, label, "label", expected.label_names,
+                                     expected.label_ranks)
+        provided = getattr(data_batch, "provide_label", None)
+        if given(provided):
+            _check_device_provided(None, provided, "label", expected.label_names, label_shapes)
+    return shapes_
+
+
+def check_batch_sizes(spec):
+    """Each device's inputs hold the same number of samples (read from their layouts).
+
+    Examples
+    --------
+    >>> import mxnet as mx
+    >>> spec = shapes.DeviceShapes([[mx.io.DataDesc('data', (2, 3))]],
+    ...                            [[mx.io.DataDesc('label', (3,))]])
+    >>> try:
+    ...     check_batch_sizes(spec)
+    ... except BatchError as error:
+    ...     print(error)  # doctest: +ELLIPSIS
+    batch device 0 holds different numbers of samples per input: {'data': 2, 'label': 3}; ...
+    """
+    for device in range(spec.num_devices):
+        sizes = spec.input_batch_sizes(device)
+        if len(set(sizes.values())) > 1:
+            raise BatchError("batch device %d holds different numbers of samples per input: "
+                             "%r; expected the same on every input of a device"
+                             % (device, sizes))
+
+
+def given(value):
+    """Whether a batch field is there: not None and not an empty list (as stock reads
+    ``if data_batch.label``, without asking an array for its truth value).
+
+    Examples
+    --------
+    >>> given(None), given([]), given([None])
+    (False, False, True)
+    """
+    return value is not None and not (isinstance(value, (list, tuple)) and len(value) == 0)
+
+
+# --------------------------------------------------------------------------- the batch's parts
+def _split(data_batch, form, num_devices):
+    """Per-device data, labels, provide_data and provide_label (lists; None where absent)."""
+    if form == shapes.BATCH_LIST:
+        data = [getattr(batch, "data", None) for batch in data_batch]
+        label = [getattr(batch, "label", None) for batch in data_batch]
+        provide_data = [getattr(batch, "provide_data", None) for batch in data_batch]
+        provide_label = [getattr(batch, "provide_label", None) for batch in data_batch]
+        return data, label, provide_data, provide_label
+    return (data_batch.data, getattr(data_batch, "label", None),
+            _per_device_provided(getattr(data_batch, "provide_data", None), "provide_data",
+                                 num_devices),
+            _per_device_provided(getattr(data_batch, "provide_label", None), "provide_label",
+                                 num_devices))
+
+
+def _per_device_provided(provided, what, num_devices):
+    if not given(provided):
+        return None
+    if shapes.spec_form(provided) != shapes.PER_DEVICE:
+        raise BatchError("the batch's %s %r is flat but its arrays are per device; expected "
+                         "one list per device, e.g. [[('data', (2, 3, 8, 8))], "
+                         "[('data', (1, 3, 8, 8))]]" % (what, provided))
+    if len(provided) != num_devices:
+        raise BatchError("the batch's %s has %d device entries but the module has %d contexts: "
+                         "%r" % (what, len(provided), num_devices, provided))
+    return list(provided)
+
+
+def _check_device_count(devices, field, num_devices):
+    if len(devices) != num_devices:
+        raise BatchError("the batch's %s has %d device entries but the module has %d contexts; "
+                         "expected one list of arrays per device" % (field, len(devices),
+                                                                      num_devices))
+
+
+def _present_labels(label, num_devices):
+    """The per-device labels, or None when absent on every device; a mix is an error."""
+    if not given(label):
+        return None
+    if not isinstance(label, (list, tuple)):
+        raise BatchError("the batch's label is %r; expected None or one list of arrays per "
+                         "device" % (label,))
+    _check_device_count(label, "label", num_devices)
+    present = [given(device) for device in label]
+    if not any(present):
+        return None
+    if not all(present):
+        missing = present.index(False)
+        raise BatchError("batch device %d has no labels but device %d has: given %r; expected "
+                         "labels on every device or on none" % (missing, present.index(True),
+                                                                label[missing]))
+    return list(label)
+
+
+# --------------------------------------------------------------------------- arrays
+def _check_devices(devices, field, names, ranks):
+    return tuple(_check_device(index, arrays, field, names, ranks)
+                 for index, arrays in enumerate(devices))
+
+
+def _where(device, field, name):
+    device_part = "the batch" if device is None else "batch device %d" % device
+    return "%s, %s input %r" % (device_part, field, name)
+
+
+def _check_device(device, arrays, field, names, ranks):
+    if not isinstance(arrays, (list, tuple)) or len(arrays) != len(names):
+        where = "the batch" if device is None else "batch device %d" % device
+        raise BatchError("%s gives %s %s; expected a list of %d arrays, one per input %r"
+                         % (where, field, _short(arrays), len(names), list(names)))
+    return tuple(_check_array(device, field, name, array, rank)
+                 for name, array, rank in zip(names, arrays, ranks))
+
+
+def _check_array(device, field, name, array, rank):
+    if isinstance(array, NDArray):
+        shape = array.shape
+    elif isinstance(array, np.ndarray):
+        if array.dtype.kind not in _ACCEPTED_KINDS:
+            raise BatchError("%s: given an array of dtype %r; expected a numeric dtype MXNet "
+                             "holds (bool, int, uint, float)" % (_where(device, field, name),
+                                                                 str(array.dtype)))
+        shape = array.shape
+    else:
+        raise BatchError("%s: given %s; expected an NDArray or a numpy array"
+                         % (_where(device, field, name), _short(array)))
+    if rank is not None and len(shape) != rank:
+        raise BatchError("%s: given shape %r (%d axes); expected %d axes, as the module is "
+                         "bound" % (_where(device, field, name), shape, len(shape), rank))
+    if 0 in shape or not shape:
+        raise BatchError("%s: given shape %r; expected at least one element on every axis"
+                         % (_where(device, field, name), shape))
+    return shape
+
+
+def _same_shape(provided, shape):
+    return (isinstance(provided, (list, tuple)) and len(provided) == len(shape)
+            and all(isinstance(dim, numbers.Integral) and dim == size
+                    for dim, size in zip(provided, shape)))
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+# --------------------------------------------------------------------------- provide_*
+def _check_provided(provided, field, names, device_shapes):
+    if provided is None:
+        return
+    for device, (entries, shapes_) in enumerate(zip(provided, device_shapes)):
+        if given(entries):
+            _check_device_provided(device, entries, field, names, shapes_)
+
+
+def _check_device_provided(device, entries, field, names, array_shapes):
+    """provide_data / provide_label of one device name the inputs and match the arrays."""
+    what = "provide_" + field
+    where = "the batch" if device is None else "batch device %d" % device
+    if not isinstance(entries, (list, tuple)) or len(entries) != len(names):
+        raise BatchError("%s gives %s %s; expected %d (name, shape) entries for %r"
+                         % (where, what, _short(entries), len(names), list(names)))
+    for entry, name, shape in zip(entries, names, array_shapes):
+        if not (isinstance(entry, (list, tuple)) and len(entry) >= 2):
+            raise BatchError("%s gives %s entry %s; expected (name, shape) or DataDesc"
+                             % (where, what, _short(entry)))
+        if not isinstance(entry[0], str) or entry[0] != name:
+            raise BatchError("%s gives %s %r for input %r; expected the inputs in the "
+                             "module's order %r" % (where, what, entry[0], name, list(names)))
+        if not _same_shape(entry[1], shape):
+            raise BatchError("%s: %s says shape %r but the array has shape %r"
+                             % (_where(device, field, name), what, entry[1], shape))

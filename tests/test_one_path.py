@@ -1,0 +1,78 @@
+"""Every entry point classifies a call once and parses a per-device spec once."""
+
+import mxnet as mx
+import pytest
+
+import mxpatch_bind
+from mxpatch_bind import shapes
+
+CONTEXTS = [mx.cpu(0), mx.cpu(1)]
+NET = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
+SPEC = [[("data", (1, 3))], [("data", (2, 3))]]
+
+
+@pytest.fixture
+def parses(monkeypatch):
+    """How many per-device entries the parser reads (one per device per parse)."""
+    count = [0]
+    original = shapes._parse_device
+
+    def counted(*args):
+        count[0] += 1
+        return original(*args)
+
+    monkeypatch.setattr(shapes, "_parse_device", counted)
+    return count
+
+
+def free_bind(mod):
+    mxpatch_bind.bind(mod, SPEC)
+
+
+def patched_bind(mod):
+    with mxpatch_bind.patched():
+        mod.bind(SPEC)
+
+
+@pytest.mark.parametrize("bind", [free_bind, patched_bind], ids=["free", "patched"])
+def test_a_per_device_bind_parses_the_spec_once(parses, bind):
+    bind(mx.mod.Module(NET, label_names=None, context=CONTEXTS))
+    assert parses[0] == len(SPEC)
+
+
+def test_a_free_reshape_parses_the_spec_once(parses):
+    mod = mx.mod.Module(NET, label_names=None, context=CONTEXTS)
+    mxpatch_bind.bind(mod, SPEC)
+    parses[0] = 0
+    mxpatch_bind.reshape(mod, [[("data", (3, 3))], [("data", (1, 3))]])
+    assert parses[0] == 2
+
+
+def test_a_forward_with_new_shapes_builds_its_spec_without_parsing(parses):
+    mod = mx.mod.Module(NET, label_names=None, context=CONTEXTS)
+    mxpatch_bind.bind(mod, SPEC)
+    mod.init_params()
+    parses[0] = 0
+    mod.forward(mx.io.DataBatch(data=[[mx.nd.ones((4, 3))], [mx.nd.ones((1, 3))]]),
+                is_train=False)
+    assert [[d.shape for d in device] for device in mod.data_shapes] == [[(4, 3)], [(1, 3)]]
+    assert parses[0] == 0
+
+
+def test_a_parsed_spec_for_another_module_is_refused():
+    mod = mx.mod.Module(NET, label_names=None, context=CONTEXTS)
+    spec = shapes.parse_device_shapes([[("data", (1, 3))]] * 3, None, ["data"], [], 3)
+    with pytest.raises(mxpatch_bind.ShapeSpecError, match="3 devices but the module has 2"):
+        mxpatch_bind.bind(mod, spec)
+    assert type(mod) is mx.mod.Module and not mod.binded
+
+
+@pytest.mark.parametrize("batch, form", [
+    (mx.io.DataBatch(data=[mx.nd.ones((2, 3))]), "stock"),
+    (mx.io.DataBatch(data=[[mx.nd.ones((2, 3))], [mx.nd.ones((1, 3))]]), "device-lists"),
+    ([mx.io.DataBatch(data=[mx.nd.ones((2, 3))])] * 2, "batch-list"),
+    ([], "stock"),
+    (None, "stock"),
+])
+def test_batch_form_tells_the_three_forms_apart(batch, form):
+    assert shapes.batch_form(batch) == form
