@@ -64,6 +64,12 @@ FINGERPRINTS = {
         "1.8.0": "29bee9b9e47f1cfd5802ac66c4e595806836573af681b5c48ce420a41db28b8a",
         "1.9.1": "29bee9b9e47f1cfd5802ac66c4e595806836573af681b5c48ce420a41db28b8a",
     },
+    "mxnet.module.module.Module.forward": {
+        "1.6.0": "15eeca8d472100adb432a11351aae5d2db2b62a461e87dd170e08393d9ba1f17",
+        "1.7.0": "15eeca8d472100adb432a11351aae5d2db2b62a461e87dd170e08393d9ba1f17",
+        "1.8.0": "15eeca8d472100adb432a11351aae5d2db2b62a461e87dd170e08393d9ba1f17",
+        "1.9.1": "15eeca8d472100adb432a11351aae5d2db2b62a461e87dd170e08393d9ba1f17",
+    },
     "mxnet.module.sequential_module.SequentialModule.backward": {
         "1.6.0": "5cdcf2b10dc6818e824650f122ddaf997e098cfe06b5223f8b13adf9892e1dcf",
         "1.7.0": "5cdcf2b10dc6818e824650f122ddaf997e098cfe06b5223f8b13adf9892e1dcf",
