@@ -97,6 +97,9 @@ def _patch_calls_per_step(mx, mod, batch, count=10):
             for _ in range(count):
                 mod.forward_backward(batch)
                 mod.update()
+            # MXNet 1.9.1 can crash (SIGFPE/SIGSEGV in CommCPU::ReduceSumCPU) when a module
+            # whose kvstore still has reduces queued is freed: let them finish first.
+            mx.nd.waitall()
     finally:
         for name, original in originals.items():
             setattr(binding, name, original)

@@ -26,7 +26,7 @@ CHECK_RCNN = ("rfcn/function/train_rcnn.py:15: [check] optimizer_params without 
 CHECK_PREFETCH = ("rfcn/function/train_rpn.py:38: [check] mx.io.PrefetchingIter around "
                   "AnchorLoader, a per-device loader: it reads provide_data as one flat list "
                   "(batch_size = provide_data[0][1][0]); keep the fork's utils/PrefetchingIter "
-                  "or use a per-device prefetcher")
+                  "or use mxpatch_bind.PerDevicePrefetchingIter")
 MAX_NOTE = "max shapes are allocated once, at the first bind"
 PREFIX_NOTE = "fixed_param_prefix freezes by the fork's substring rule"
 KEPT = "the drop-in keeps the fork's behaviour"
