@@ -8,6 +8,8 @@ import statistics
 import sys
 import time
 
+from mxpatch_bind._nets import conv_classifier
+
 
 def interleaved(cases, rounds):
     """Run every case once per round, in an order rotated each round; samples per case.
@@ -105,22 +107,7 @@ def mlp(num_classes=10):
 
 def small_cnn(num_classes=10, filters=(8, 16)):
     """Conv-ReLU blocks, global max pooling, a classifier: runs on any image size."""
-    import mxnet as mx
-    net = mx.sym.Variable("data")
-    for index, num_filter in enumerate(filters):
-        net = mx.sym.Convolution(net, num_filter=num_filter, kernel=(3, 3), pad=(1, 1),
-                                 stride=(2, 2) if index else (1, 1), name="conv%d" % index)
-        net = mx.sym.Activation(net, act_type="relu")
-    net = mx.sym.Pooling(net, global_pool=True, pool_type="max", kernel=(1, 1))
-    net = mx.sym.FullyConnected(mx.sym.flatten(net), num_hidden=num_classes, name="fc")
-    return mx.sym.SoftmaxOutput(net, name="softmax")
-
-
-def per_device_spec(shapes):
-    """Per-device data and label specs for image shapes ``(n, c, h, w)``, one per device."""
-    data = [[("data", tuple(shape))] for shape in shapes]
-    label = [[("softmax_label", (shape[0],))] for shape in shapes]
-    return data, label
+    return conv_classifier(num_classes, filters=filters, pool="max")
 
 
 def machine():

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+from mxpatch_bind._nets import per_device_spec
+
 from . import common
 
 NAME = "memory"
@@ -117,7 +119,7 @@ def child(kind, changes, warmup, seed=0):
     mod = mx.mod.Module(common.small_cnn(), context=common.contexts(2),
                         logger=common.quiet_logger())
     if per_device:
-        mxpatch_bind.bind(mod, *common.per_device_spec([first] * 2))
+        mxpatch_bind.bind(mod, *per_device_spec([first] * 2))
     else:
         mod.bind([("data", (2 * BATCH_PER_DEVICE,) + first[1:])],
                  [("softmax_label", (2 * BATCH_PER_DEVICE,))])

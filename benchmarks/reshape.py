@@ -11,6 +11,8 @@ import itertools
 import random
 import time
 
+from mxpatch_bind._nets import per_device_spec
+
 from . import common
 
 NAME = "reshape"
@@ -31,7 +33,7 @@ def run(tiny=False, rounds=None):
     rng = random.Random(0)
     with mxpatch_bind.patched():
         base = mx.mod.Module(symbol, context=ctxs, logger=common.quiet_logger())
-        base.bind(*common.per_device_spec([LARGEST] * 2))
+        base.bind(*per_device_spec([LARGEST] * 2))
         base.init_params(mx.init.Xavier())
         base.init_optimizer()
         fresh = _fresh_shapes(rng)
@@ -39,7 +41,7 @@ def run(tiny=False, rounds=None):
         # Warm up: every bucket pair twice (the cache admits a shape on its second sight),
         # so that the recurring scenario finds them cached.
         for shapes in 2 * list(itertools.product(BUCKETS, repeat=2)):
-            base.reshape(*common.per_device_spec(shapes))
+            base.reshape(*per_device_spec(shapes))
         scenarios = {}
         for scenario, next_shapes in (("never seen", lambda: next(fresh)),
                                       ("recurring", lambda: next(recurring))):
@@ -124,7 +126,7 @@ def _recurring_shapes(rng):
 
 
 def _time_reshape(module, next_shapes, changes):
-    specs = [common.per_device_spec(next_shapes()) for _ in range(changes)]
+    specs = [per_device_spec(next_shapes()) for _ in range(changes)]
     gc.collect()
     with common.Clock(changes) as clock:
         for spec in specs:
@@ -134,7 +136,7 @@ def _time_reshape(module, next_shapes, changes):
 
 def _time_rebind(base, symbol, ctxs, next_shapes, changes, shared):
     import mxnet as mx
-    specs = [common.per_device_spec(next_shapes()) for _ in range(changes)]
+    specs = [per_device_spec(next_shapes()) for _ in range(changes)]
     shared_module = base if shared else None
     logger = common.quiet_logger()
     gc.collect()

@@ -4,6 +4,8 @@ Each mode has its own module on 2 CPU contexts; every round draws new images, bu
 mode's batches from them, and times one epoch per mode in rotated order.
 """
 
+from mxpatch_bind._nets import per_device_spec
+
 from . import common
 
 DEVICES = 2
@@ -26,7 +28,7 @@ def bind_modules(mx, modes, first_size):
                 mod.bind([("data", (DEVICES * PER_DEVICE,) + first[1:])],
                          [("softmax_label", (DEVICES * PER_DEVICE,))])
             else:
-                mod.bind(*common.per_device_spec([first] * DEVICES))
+                mod.bind(*per_device_spec([first] * DEVICES))
             mod.init_params(mx.init.Xavier(rnd_type="uniform", magnitude=2))
             mod.init_optimizer(optimizer_params={"learning_rate": 0.01})
             modules[mode] = mod

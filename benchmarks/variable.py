@@ -18,6 +18,8 @@ Every round uses new images, so no mode meets a shape it has seen before.
 
 import random
 
+from mxpatch_bind._nets import per_device_spec
+
 from . import common
 
 NAME = "variable"
@@ -72,7 +74,7 @@ def _modules(mx, symbol):
             mod.bind([("data", (DEVICES * PER_DEVICE,) + first[1:])],
                      [("softmax_label", (DEVICES * PER_DEVICE,))])
         else:
-            mod.bind(*common.per_device_spec([first] * DEVICES))
+            mod.bind(*per_device_spec([first] * DEVICES))
         mod.init_params(mx.init.Xavier(rnd_type="uniform", magnitude=2))
         mod.init_optimizer(optimizer_params={"learning_rate": 0.01})
         modules[mode] = mod

@@ -16,6 +16,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence
 
 from ._cli_types import Parser, fraction, nonneg_int, positive_int
+from ._nets import conv_classifier
 
 CLASSES = 3
 
@@ -107,16 +108,8 @@ def make_images(count, sizes, rng):
 
 def network():
     """Two convolutions, global max pooling, a classifier: any image size."""
-    import mxnet as mx
-    net = mx.sym.Variable("data")
     # Wide enough that compute, not per-step overhead, sets the pace (as in detection).
-    for index, (filters, stride) in enumerate([(32, 1), (64, 2)]):
-        net = mx.sym.Convolution(net, num_filter=filters, kernel=(3, 3), pad=(1, 1),
-                                 stride=(stride, stride), name="conv%d" % index)
-        net = mx.sym.Activation(net, act_type="relu")
-    net = mx.sym.Pooling(net, global_pool=True, pool_type="max", kernel=(1, 1))
-    net = mx.sym.FullyConnected(mx.sym.flatten(net), num_hidden=CLASSES, name="fc")
-    return mx.sym.SoftmaxOutput(net, name="softmax")
+    return conv_classifier(CLASSES, filters=(32, 64), pool="max")
 
 
 # --------------------------------------------------------------------------- the two feeds

@@ -36,6 +36,7 @@ import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ._cli_types import Parser
+from ._nets import conv_classifier
 from .version import __version__
 
 __all__ = ["main", "self_test_contexts"]
@@ -406,23 +407,13 @@ def _current_methods() -> Dict[Any, Any]:
 
 
 # --------------------------------------------------------------------------- self-test
-def _conv_net(mx: Any) -> Any:
-    """Conv -> ReLU -> global pool -> FC -> softmax: one parameter set fits any image size."""
-    net = mx.sym.Convolution(mx.sym.Variable("data"), num_filter=4, kernel=(3, 3), pad=(1, 1),
-                             name="conv")
-    net = mx.sym.Activation(net, act_type="relu")
-    net = mx.sym.Pooling(net, global_pool=True, pool_type="avg", kernel=(1, 1))
-    net = mx.sym.FullyConnected(mx.sym.flatten(net), num_hidden=NUM_CLASSES, name="fc")
-    return mx.sym.SoftmaxOutput(net, name="softmax")
-
-
 def _self_test(mx: Any, contexts: Sequence[Any], exact: bool) -> List[str]:
     """Mismatches between each device of a per-device module and a stock module, as text."""
     import numpy as np
 
     from . import patching
     rng = np.random.RandomState(0)
-    symbol = _conv_net(mx)
+    symbol = conv_classifier(NUM_CLASSES)
     arg_shapes, _, _ = symbol.infer_shape(data=SELF_TEST_SHAPES[0])
     params = {name: mx.nd.array(rng.uniform(-0.5, 0.5, shape))
               for name, shape in zip(symbol.list_arguments(), arg_shapes)

@@ -1,19 +1,37 @@
-"""Small networks and reference computations shared by the tests."""
+"""Small networks, per-device specs and batches, and reference computations for the tests."""
 
 import mxnet as mx
 import numpy as np
 
+import mxpatch_bind
+from mxpatch_bind._nets import conv_classifier, per_device_spec  # noqa: F401 (shared helper)
+
 
 def conv_net(num_classes=3, batch_norm=False):
     """Conv -> (BatchNorm) -> ReLU -> global pool -> FC -> softmax: works for any image size."""
-    data = mx.sym.Variable("data")
-    net = mx.sym.Convolution(data, num_filter=4, kernel=(3, 3), pad=(1, 1), name="conv")
-    if batch_norm:
-        net = mx.sym.BatchNorm(net, name="bn")
-    net = mx.sym.Activation(net, act_type="relu")
-    net = mx.sym.Pooling(net, global_pool=True, pool_type="avg", kernel=(1, 1))
-    net = mx.sym.FullyConnected(mx.sym.flatten(net), num_hidden=num_classes, name="fc")
-    return mx.sym.SoftmaxOutput(net, name="softmax")
+    return conv_classifier(num_classes, batch_norm=batch_norm)
+
+
+def device_pairs(shapes, seed=0):
+    """One random ``(data, label)`` pair per device image shape (seed ``seed + device``)."""
+    return [random_batch(shape, seed=seed + device) for device, shape in enumerate(shapes)]
+
+
+def device_batch(pairs, **fields):
+    """One ``DataBatch`` of per-device lists (the Deformable-ConvNets form) from ``pairs``."""
+    return mx.io.DataBatch(data=[[data] for data, _ in pairs],
+                           label=[[label] for _, label in pairs], **fields)
+
+
+def bound_module(symbol, shapes, params=None, labels=True, **bind_kwargs):
+    """A module on one CPU context per shape, bound per device under ``patched()``."""
+    mod = mx.mod.Module(symbol, label_names=("softmax_label",) if labels else None,
+                        context=[mx.cpu(i) for i in range(len(shapes))])
+    with mxpatch_bind.patched():
+        mod.bind(*per_device_spec(shapes, labels), **bind_kwargs)
+    if params is not None:
+        mod.set_params(*params)
+    return mod
 
 
 def conv_features():

@@ -5,6 +5,8 @@ import ctypes
 import mxnet as mx
 import numpy as np
 
+from mxpatch_bind._nets import conv_classifier
+
 NUM_CLASSES = 3
 CONTEXTS_COUNT = 2
 
@@ -43,12 +45,7 @@ def data_pointer(array):
 
 def bar_net(num_classes=NUM_CLASSES):
     """Conv -> ReLU -> global max pool -> FC -> softmax: any image size, padding-tolerant."""
-    net = mx.sym.Convolution(mx.sym.Variable("data"), num_filter=8, kernel=(3, 3), pad=(1, 1),
-                             name="conv")
-    net = mx.sym.Activation(net, act_type="relu")
-    net = mx.sym.Pooling(net, global_pool=True, pool_type="max", kernel=(1, 1))
-    net = mx.sym.FullyConnected(mx.sym.flatten(net), num_hidden=num_classes, name="fc")
-    return mx.sym.SoftmaxOutput(net, name="softmax")
+    return conv_classifier(num_classes, filters=(8,), pool="max")
 
 
 def pad_to(images, height, width):

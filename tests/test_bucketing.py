@@ -2,10 +2,11 @@
 
 import mxnet as mx
 import numpy as np
+from nets import device_batch, device_pairs, per_device_spec
+from synthetic import bar_images, data_pointer
 
 import mxpatch_bind
 from mxpatch_bind import PerDeviceIter
-from synthetic import bar_images, data_pointer
 
 SHAPES = [(2, 1, 12, 16), (3, 1, 18, 10)]
 OTHER_SHAPES = [(1, 1, 9, 14), (2, 1, 16, 16)]
@@ -28,18 +29,11 @@ def sym_gen(bucket_key):
     return scaled_net(scale), ("data",), ("softmax_label",)
 
 
-def per_device_spec(shapes):
-    return ([[("data", shape)] for shape in shapes],
-            [[("softmax_label", (shape[0],))] for shape in shapes])
-
-
-def device_batch(shapes, bucket_key, seed=0):
-    rng = np.random.RandomState(seed)
+def bucket_batch(shapes, bucket_key, seed=0):
+    """A per-device batch for ``bucket_key``, with its provide_data and provide_label."""
     data, labels = per_device_spec(shapes)
-    return mx.io.DataBatch(
-        data=[[mx.nd.array(rng.uniform(-1, 1, shape))] for shape in shapes],
-        label=[[mx.nd.array(rng.randint(0, 3, shape[0]))] for shape in shapes],
-        bucket_key=bucket_key, provide_data=data, provide_label=labels)
+    return device_batch(device_pairs(shapes, seed), bucket_key=bucket_key, provide_data=data,
+                        provide_label=labels)
 
 
 def bucketing_module(contexts, default_key=1, shapes=SHAPES, optimizer=True):
@@ -77,7 +71,7 @@ def test_the_default_bucket_is_bound_per_device(contexts):
 
 def test_switch_bucket_binds_a_new_key_per_device_on_the_shared_parameters(contexts):
     mod = bucketing_module(contexts)
-    batch = device_batch(OTHER_SHAPES, bucket_key=1)
+    batch = bucket_batch(OTHER_SHAPES, bucket_key=1)
     mod.forward(batch, is_train=False)
     scale_one = device_outputs(mod)
 
@@ -94,13 +88,13 @@ def test_switch_bucket_binds_a_new_key_per_device_on_the_shared_parameters(conte
 
 def test_training_one_bucket_updates_the_weights_every_bucket_computes_with(contexts):
     mod = bucketing_module(contexts)
-    probe = device_batch(SHAPES, bucket_key=1, seed=1)
-    mod.forward(device_batch(OTHER_SHAPES, bucket_key=2), is_train=False)  # creates bucket 2
+    probe = bucket_batch(SHAPES, bucket_key=1, seed=1)
+    mod.forward(bucket_batch(OTHER_SHAPES, bucket_key=2), is_train=False)  # creates bucket 2
     mod.forward(probe, is_train=False)
     before = device_outputs(mod)
 
     for step in range(3):
-        mod.forward_backward(device_batch(OTHER_SHAPES, bucket_key=2, seed=10 + step))
+        mod.forward_backward(bucket_batch(OTHER_SHAPES, bucket_key=2, seed=10 + step))
         mod.update()
     mod.forward(probe, is_train=False)
 
@@ -114,7 +108,7 @@ def test_forward_with_a_new_key_creates_the_bucket_from_the_batchs_per_device_sh
     mod = bucketing_module(contexts)
 
     with mxpatch_bind.patched():
-        mod.forward(device_batch(OTHER_SHAPES, bucket_key=3), is_train=True)
+        mod.forward(bucket_batch(OTHER_SHAPES, bucket_key=3), is_train=True)
     mod.backward()
     mod.update()
 
@@ -135,13 +129,13 @@ def test_a_monitor_installed_before_a_new_bucket_also_watches_it(contexts):
 
 def test_a_bucketing_module_bound_inside_patched_keeps_working_after_the_block(contexts):
     mod = bucketing_module(contexts)
-    mod.forward_backward(device_batch(OTHER_SHAPES, bucket_key=2))
+    mod.forward_backward(bucket_batch(OTHER_SHAPES, bucket_key=2))
     mod.update()
     assert not mxpatch_bind.is_installed()
 
-    mod.forward_backward(device_batch(SHAPES, bucket_key=1, seed=3))  # known key, new shapes
+    mod.forward_backward(bucket_batch(SHAPES, bucket_key=1, seed=3))  # known key, new shapes
     mod.update()
-    mod.forward_backward(device_batch([(1, 1, 7, 7), (4, 1, 10, 6)], bucket_key=4))  # new key
+    mod.forward_backward(bucket_batch([(1, 1, 7, 7), (4, 1, 10, 6)], bucket_key=4))  # new key
     mod.update()
 
     assert sorted(mod._buckets) == [1, 2, 4]

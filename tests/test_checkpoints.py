@@ -3,17 +3,13 @@
 import mxnet as mx
 import numpy as np
 import pytest
+from nets import per_device_spec
+from synthetic import bar_images, bar_net, pad_to
 
 import mxpatch_bind
-from synthetic import bar_images, bar_net, pad_to
 
 SHAPES = [(2, 1, 12, 16), (3, 1, 18, 10)]
 MOMENTUM_SGD = {"learning_rate": 0.05, "momentum": 0.9}
-
-
-def per_device_spec(shapes):
-    return ([[("data", shape)] for shape in shapes],
-            [[("softmax_label", (shape[0],))] for shape in shapes])
 
 
 def batches(count, seed=0):

@@ -112,7 +112,7 @@ def one_step_reference(rescale_grad=1.0 / GLOBAL_TOTAL):
 @pytest.fixture(scope="module")
 def all_shards_on_four_contexts():
     """Final parameters of one process holding all four shards, one per context."""
-    mod = worker.bound_module([shape for shapes in SHARDS for shape in shapes])
+    mod = worker.shard_module([shape for shapes in SHARDS for shape in shapes])
     mod.init_optimizer(kvstore="local", optimizer="sgd",
                        optimizer_params=worker.OPTIMIZER_PARAMS)
     for step in range(STEPS):
@@ -230,7 +230,7 @@ def test_sync_dist_kvstores_are_recognised_by_stocks_rule(kvstore, expected):
 
 
 def test_a_local_kvstore_keeps_the_rescale_of_this_process_samples():
-    mod = worker.bound_module(SHARDS[1])
+    mod = worker.shard_module(SHARDS[1])
     mod.init_optimizer(kvstore="local", optimizer="sgd")
 
     assert mod._optimizer.rescale_grad == pytest.approx(1.0 / LOCAL_TOTALS[1])

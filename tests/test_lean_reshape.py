@@ -3,10 +3,10 @@
 import mxnet as mx
 import numpy as np
 import pytest
+from nets import conv_net, fixed_params, per_device_spec
 
 import mxpatch_bind
 from mxpatch_bind import executor_group
-from nets import conv_net, fixed_params
 
 BASE_SHAPE = (2, 3, 24, 32)
 
@@ -96,11 +96,6 @@ def test_other_mxnet_versions_take_executor_reshape(executor_reshape_calls, monk
     executor_group._reshape_executor(base, {"data": (1, 3, 8, 8), "softmax_label": (1,)})
     assert executor_reshape_calls == [{"allow_up_sizing": True, "data": (1, 3, 8, 8),
                                        "softmax_label": (1,)}]
-
-
-def per_device_spec(shapes):
-    return ([[("data", shape)] for shape in shapes],
-            [[("softmax_label", (shape[0],))] for shape in shapes])
 
 
 def test_a_shape_enters_the_executor_cache_on_its_second_sight():

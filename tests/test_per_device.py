@@ -3,32 +3,21 @@
 import mxnet as mx
 import numpy as np
 import pytest
+from nets import (
+    bound_module,
+    conv_features,
+    conv_net,
+    device_batch,
+    device_pairs,
+    fixed_params,
+    per_device_spec,
+    random_batch,
+    single_device_reference,
+)
 
 import mxpatch_bind
-from nets import conv_features, conv_net, fixed_params, random_batch, single_device_reference
 
 SHAPES = [(2, 3, 32, 48), (3, 3, 40, 24), (1, 3, 16, 20), (2, 3, 24, 24)]
-
-
-def per_device_spec(shapes, labels=True):
-    data = [[("data", shape)] for shape in shapes]
-    label = [[("softmax_label", (shape[0],))] for shape in shapes] if labels else None
-    return data, label
-
-
-def device_batch(shapes, seed=0):
-    pairs = [random_batch(shape, seed=seed + i) for i, shape in enumerate(shapes)]
-    return mx.io.DataBatch(data=[[d] for d, _ in pairs], label=[[l] for _, l in pairs]), pairs
-
-
-def bound_module(symbol, shapes, params, labels=True, **bind_kwargs):
-    contexts = [mx.cpu(i) for i in range(len(shapes))]
-    mod = mx.mod.Module(symbol, label_names=("softmax_label",) if labels else None,
-                        context=contexts)
-    with mxpatch_bind.patched():
-        mod.bind(*per_device_spec(shapes, labels), **bind_kwargs)
-    mod.set_params(*params)
-    return mod
 
 
 def device_grads(mod, device):
@@ -43,7 +32,8 @@ def test_each_device_matches_a_stock_one_context_module_exactly(num_devices):
     symbol = conv_net(batch_norm=True)
     params = fixed_params(symbol, shapes[0])
     mod = bound_module(symbol, shapes, params)
-    batch, pairs = device_batch(shapes)
+    pairs = device_pairs(shapes)
+    batch = device_batch(pairs)
     mod.forward(batch, is_train=True)
     mod.backward()
     outputs = mod.get_outputs(merge_multi_context=False)[0]
@@ -73,7 +63,8 @@ def test_batch_size_is_the_total_so_one_sgd_step_divides_the_summed_gradients_by
     mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.5})
     assert mod._exec_group.batch_size == 5
     assert mod._optimizer.rescale_grad == pytest.approx(1.0 / 5)
-    batch, _ = device_batch(shapes)
+    pairs = device_pairs(shapes)
+    batch = device_batch(pairs)
     mod.forward_backward(batch)
     summed = {name: device_grads(mod, 0)[name] + device_grads(mod, 1)[name]
               for name in params[0]}
@@ -98,7 +89,8 @@ def test_forward_reshapes_only_the_devices_whose_shapes_changed():
     mod = bound_module(symbol, SHAPES[:2], params)
     untouched = mod._exec_group.execs[0]
     new_shapes = [SHAPES[0], SHAPES[2]]
-    batch, pairs = device_batch(new_shapes, seed=7)
+    pairs = device_pairs(new_shapes, seed=7)
+    batch = device_batch(pairs)
     mod.forward(batch, is_train=False)
     assert mod._exec_group.execs[0] is untouched
     assert [[d.shape for d in device] for device in mod.data_shapes] == [[s] for s in new_shapes]
@@ -113,7 +105,7 @@ def test_a_pre_sliced_list_of_batches_may_have_different_shapes_per_device():
     params = fixed_params(symbol, SHAPES[0])
     mod = bound_module(symbol, SHAPES[:2], params)
     shapes = [SHAPES[3], SHAPES[1]]
-    pairs = [random_batch(shape, seed=3 + i) for i, shape in enumerate(shapes)]
+    pairs = device_pairs(shapes, seed=3)
     batches = [mx.io.DataBatch([d], [l]) for d, l in pairs]
     mod.forward(batches, is_train=True)
     mod.backward()
@@ -153,7 +145,8 @@ def test_reshape_moves_a_module_between_stock_and_per_device_form():
     mod.bind([("data", (4, 3, 16, 16))], [("softmax_label", (4,))])
     mod.set_params(*params)
     mxpatch_bind.reshape(mod, *per_device_spec(SHAPES[:2]))
-    batch, pairs = device_batch(SHAPES[:2])
+    pairs = device_pairs(SHAPES[:2])
+    batch = device_batch(pairs)
     mod.forward(batch, is_train=False)
     for device, (data, label) in enumerate(pairs):
         reference, _ = single_device_reference(symbol, params, data, label, for_training=False)
@@ -194,7 +187,8 @@ def test_outputs_that_differ_outside_the_batch_axis_refuse_to_merge_with_a_clear
     mod = mx.mod.Module(symbol, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
     mxpatch_bind.bind(mod, *per_device_spec(SHAPES[:2], labels=False))
     mod.init_params()
-    batch, _ = device_batch(SHAPES[:2])
+    pairs = device_pairs(SHAPES[:2])
+    batch = device_batch(pairs)
     mod.forward(mx.io.DataBatch(batch.data), is_train=False)
     with pytest.raises(ValueError, match="conv_output.*merge_multi_context=False"):
         mod.get_outputs()
@@ -206,7 +200,8 @@ def test_outputs_merge_along_the_batch_axis_when_other_axes_agree():
     symbol = conv_net()
     params = fixed_params(symbol, SHAPES[0])
     mod = bound_module(symbol, SHAPES[:2], params)
-    batch, _ = device_batch(SHAPES[:2])
+    pairs = device_pairs(SHAPES[:2])
+    batch = device_batch(pairs)
     mod.forward(batch, is_train=False)
     merged = mod.get_outputs()[0].asnumpy()
     parts = [o.asnumpy() for o in mod.get_outputs(False)[0]]
@@ -220,7 +215,8 @@ def test_backward_takes_per_device_out_grads_and_input_grads_match_the_oracle():
     mod = mx.mod.Module(symbol, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
     mxpatch_bind.bind(mod, *per_device_spec(shapes, labels=False), inputs_need_grad=True)
     mod.set_params(*params)
-    batch, pairs = device_batch(shapes)
+    pairs = device_pairs(shapes)
+    batch = device_batch(pairs)
     mod.forward(mx.io.DataBatch(batch.data), is_train=True)
     out_grads = [[mx.nd.ones(o.shape) * (i + 1)] for i, o in
                  enumerate(mod.get_outputs(False)[0])]
@@ -240,7 +236,8 @@ def test_backward_takes_per_device_out_grads_and_input_grads_match_the_oracle():
 def test_update_metric_takes_per_device_labels_in_both_batch_forms():
     symbol = conv_net()
     mod = bound_module(symbol, SHAPES[:2], fixed_params(symbol, SHAPES[0]))
-    batch, pairs = device_batch(SHAPES[:2])
+    pairs = device_pairs(SHAPES[:2])
+    batch = device_batch(pairs)
     mod.forward(batch, is_train=False)
     predictions = np.concatenate([o.asnumpy() for o in mod.get_outputs(False)[0]]).argmax(1)
     labels = np.concatenate([l.asnumpy() for _, l in pairs])
@@ -260,7 +257,8 @@ def test_shared_module_shares_parameters_across_per_device_modules():
     assert second.params_initialized and second._arg_params is first._arg_params
     first.set_params({k: v * 2 for k, v in params[0].items()}, params[1])
     doubled = ({k: v * 2 for k, v in params[0].items()}, params[1])
-    batch, pairs = device_batch([SHAPES[2], SHAPES[3]])
+    pairs = device_pairs([SHAPES[2], SHAPES[3]])
+    batch = device_batch(pairs)
     second.forward(batch, is_train=False)
     for device, (data, label) in enumerate(pairs):
         reference, _ = single_device_reference(symbol, doubled, data, label, for_training=False)

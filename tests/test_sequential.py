@@ -6,6 +6,7 @@ import inspect
 import mxnet as mx
 import numpy as np
 import pytest
+from nets import device_batch, device_pairs
 
 import mxpatch_bind
 
@@ -44,18 +45,6 @@ def label_spec(shapes):
     return [[("softmax_label", (shape[0],))] for shape in shapes]
 
 
-def device_arrays(shapes, seed=0):
-    rng = np.random.RandomState(seed)
-    data = [mx.nd.array(rng.uniform(-1, 1, shape)) for shape in shapes]
-    labels = [mx.nd.array(rng.randint(0, NUM_CLASSES, shape[0])) for shape in shapes]
-    return data, labels
-
-
-def device_batch(shapes, seed=0):
-    data, labels = device_arrays(shapes, seed)
-    return mx.io.DataBatch([[d] for d in data], [[lab] for lab in labels])
-
-
 def bound_chain(contexts, shapes=SHAPES, inputs_need_grad=True):
     seq = chain(contexts)
     with mxpatch_bind.patched():
@@ -90,12 +79,11 @@ def reference(context, params, data, label, bound_shape=None):
 
 
 def assert_equals_references(seq, contexts, shapes, seed=0, bound_shapes=None):
-    data, labels = device_arrays(shapes, seed)
+    pairs = device_pairs(shapes, seed)
     outputs = seq.get_outputs(merge_multi_context=False)[0]
     input_grads = seq.get_input_grads(merge_multi_context=False)[0]
     for device, context in enumerate(contexts):
-        output, grads, input_grad = reference(context, seq.get_params(), data[device],
-                                              labels[device],
+        output, grads, input_grad = reference(context, seq.get_params(), *pairs[device],
                                               bound_shapes and bound_shapes[device])
         assert outputs[device].shape == output.shape
         np.testing.assert_array_equal(outputs[device].asnumpy(), output)
@@ -129,22 +117,21 @@ def test_each_device_runs_its_own_shapes_through_every_module(contexts):
 
 def test_outputs_and_gradients_equal_stock_one_context_chains_exactly(contexts):
     seq = bound_chain(contexts)
-    seq.forward(device_batch(SHAPES), is_train=True)
+    seq.forward(device_batch(device_pairs(SHAPES)), is_train=True)
     seq.backward()
     assert_equals_references(seq, contexts, SHAPES)
 
 
 def test_a_list_of_data_batches_runs_like_the_per_device_form(contexts):
     seq = bound_chain(contexts)
-    data, labels = device_arrays(SHAPES)
-    seq.forward([mx.io.DataBatch([d], [lab]) for d, lab in zip(data, labels)], is_train=True)
+    seq.forward([mx.io.DataBatch([d], [lab]) for d, lab in device_pairs(SHAPES)], is_train=True)
     seq.backward()
     assert_equals_references(seq, contexts, SHAPES)
 
 
 def test_a_batch_of_new_shapes_reshapes_every_module_per_device(contexts):
     seq = bound_chain(contexts)
-    seq.forward(device_batch(OTHER_SHAPES, seed=1), is_train=True)
+    seq.forward(device_batch(device_pairs(OTHER_SHAPES, seed=1)), is_train=True)
     seq.backward()
     assert [device[0].shape for device in seq.data_shapes] == OTHER_SHAPES
     # The oracle reshapes too: a reshaped executor may sum in another order than a bound one.
@@ -156,7 +143,7 @@ def test_the_per_device_behaviour_stays_after_uninstall(contexts):
     assert not mxpatch_bind.is_installed()
     seq.bind(data_spec(OTHER_SHAPES), label_spec(OTHER_SHAPES), inputs_need_grad=True,
              force_rebind=True)
-    seq.forward(device_batch(OTHER_SHAPES, seed=2), is_train=True)
+    seq.forward(device_batch(device_pairs(OTHER_SHAPES, seed=2)), is_train=True)
     seq.backward()
     assert_equals_references(seq, contexts, OTHER_SHAPES, seed=2)
 
@@ -173,7 +160,7 @@ def test_a_training_step_updates_every_module(contexts):
     seq = bound_chain(contexts)
     seq.init_optimizer(optimizer_params={"learning_rate": 0.5})
     before = {name: value.asnumpy() for name, value in seq.get_params()[0].items()}
-    seq.forward_backward(device_batch(SHAPES))
+    seq.forward_backward(device_batch(device_pairs(SHAPES)))
     seq.update()
     after = seq.get_params()[0]
     assert sorted(after) == ["conv_bias", "conv_weight", "fc_bias", "fc_weight"]
@@ -300,7 +287,7 @@ def test_mxnet_failing_on_the_second_module_leaves_the_chain_unbound(contexts, m
 def test_a_rebind_failing_on_the_second_module_leaves_the_chain_as_before(contexts,
                                                                          monkeypatch):
     seq = bound_chain(contexts)
-    seq.forward(device_batch(SHAPES), is_train=False)
+    seq.forward(device_batch(device_pairs(SHAPES)), is_train=False)
     expected = [o.asnumpy() for o in seq.get_outputs(merge_multi_context=False)[0]]
     before = state_of(seq)
     original = mx.sym.Symbol.simple_bind
@@ -318,7 +305,7 @@ def test_a_rebind_failing_on_the_second_module_leaves_the_chain_as_before(contex
     monkeypatch.undo()
     assert len(rebound_first_module) == len(contexts)
     assert_unchanged(seq, before)
-    seq.forward(device_batch(SHAPES), is_train=False)
+    seq.forward(device_batch(device_pairs(SHAPES)), is_train=False)
     for output, wanted in zip(seq.get_outputs(merge_multi_context=False)[0], expected):
         np.testing.assert_array_equal(output.asnumpy(), wanted)
 

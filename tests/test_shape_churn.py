@@ -14,11 +14,12 @@ import mxnet as mx
 import numpy as np
 import pytest
 from mxnet.module.executor_group import DataParallelExecutorGroup
+from nets import device_batch, device_pairs, per_device_spec
+from synthetic import bar_net, data_pointer
 
 import mxpatch_bind
 from mxpatch_bind import binding
 from mxpatch_bind.executor_group import PerDeviceExecutorGroup
-from synthetic import bar_net, data_pointer
 
 # A dozen (batch, height, width) sizes, as an aspect-ratio-grouped detection loader yields.
 SIZES = [(1, 16, 16), (2, 16, 24), (1, 24, 32), (2, 32, 16), (3, 20, 20), (1, 40, 24),
@@ -29,17 +30,6 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 
 def shapes_of(sizes):
     return [(batch, 1, height, width) for batch, height, width in sizes]
-
-
-def per_device_spec(shapes):
-    return ([[("data", shape)] for shape in shapes],
-            [[("softmax_label", (shape[0],))] for shape in shapes])
-
-
-def device_batch(shapes, rng):
-    return mx.io.DataBatch(
-        data=[[mx.nd.array(rng.uniform(-1, 1, shape))] for shape in shapes],
-        label=[[mx.nd.array(rng.randint(0, 3, shape[0]))] for shape in shapes])
 
 
 def random_shapes(rng, count):
@@ -89,7 +79,7 @@ def test_two_hundred_steps_of_changing_shapes_reshape_without_rebinding(contexts
     changes = sum(a != b for a, b in zip([shapes_of(SIZES[:2])] + steps, steps))
 
     for shapes in steps:
-        mod.forward_backward(device_batch(shapes, rng))
+        mod.forward_backward(device_batch(device_pairs(shapes, seed=int(rng.randint(1 << 30)))))
         mod.update()
         seen.add(tuple(shapes))
         assert mod._exec_group is group
@@ -133,7 +123,8 @@ MEMORY_SCRIPT = textwrap.dedent("""
 
     def train(steps):
         for shapes in steps:
-            mod.forward_backward(churn.device_batch(shapes, rng))
+            mod.forward_backward(churn.device_batch(
+                churn.device_pairs(shapes, seed=int(rng.randint(1 << 30)))))
             mod.update()
         mx.nd.waitall()
 

@@ -9,7 +9,8 @@ import pytest
 
 import mxpatch_bind
 from mxpatch_bind import ShapeSpecError
-from nets import assert_same_state, conv_net, fixed_params, module_state
+from nets import (assert_same_state, conv_net, device_batch, device_pairs, fixed_params,
+                  module_state)
 
 PACKAGE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "mxpatch_bind")
@@ -146,7 +147,7 @@ def test_a_malformed_spec_fails_bind_and_leaves_the_module_unbound(contexts, bin
 
 
 @pytest.fixture
-def bound_module(contexts):
+def inference_module(contexts):
     """A per-device module bound for inference, with fixed parameters and a first forward."""
     mod = mx.mod.Module(conv_net(), context=contexts)
     mxpatch_bind.bind(mod, DATA_SHAPES, LABEL_SHAPES, for_training=False)
@@ -154,15 +155,9 @@ def bound_module(contexts):
     return mod
 
 
-def _device_batch(seed=0):
-    rng = np.random.RandomState(seed)
-    data = [[mx.nd.array(rng.uniform(-1, 1, shape))] for (_, shape), in DATA_SHAPES]
-    label = [[mx.nd.array(rng.randint(0, 3, shape))] for (_, shape), in LABEL_SHAPES]
-    return mx.io.DataBatch(data=data, label=label)
-
-
 def _outputs(mod):
-    mod.forward(_device_batch(), is_train=False)
+    mod.forward(device_batch(device_pairs([shape for (_, shape), in DATA_SHAPES])),
+                is_train=False)
     return [out.asnumpy() for out in mod.get_outputs(merge_multi_context=False)[0]]
 
 
@@ -174,8 +169,8 @@ def _described_shapes(mod):
 
 @pytest.mark.parametrize("data_shapes, label_shapes, fragments", BAD_SPECS)
 def test_a_malformed_spec_fails_force_rebind_and_keeps_the_previous_binding(
-        bound_module, data_shapes, label_shapes, fragments):
-    mod = bound_module
+        inference_module, data_shapes, label_shapes, fragments):
+    mod = inference_module
     shapes_before, outputs_before = _described_shapes(mod), _outputs(mod)
     group, arg_params = mod._exec_group, mod._arg_params
     with pytest.raises(ShapeSpecError) as raised:
@@ -213,8 +208,8 @@ RESHAPE_ENTRY_POINTS = [
 @pytest.mark.parametrize("reshape", RESHAPE_ENTRY_POINTS)
 @pytest.mark.parametrize("data_shapes, label_shapes, fragments", BAD_SPECS)
 def test_a_malformed_spec_fails_reshape_and_the_module_keeps_working(
-        bound_module, reshape, data_shapes, label_shapes, fragments):
-    mod = bound_module
+        inference_module, reshape, data_shapes, label_shapes, fragments):
+    mod = inference_module
     shapes_before, outputs_before = _described_shapes(mod), _outputs(mod)
     with pytest.raises(ShapeSpecError) as raised:
         reshape(mod, data_shapes, label_shapes)
@@ -224,9 +219,9 @@ def test_a_malformed_spec_fails_reshape_and_the_module_keeps_working(
         np.testing.assert_array_equal(after, before)
 
 
-def test_the_well_formed_reference_spec_reshapes(bound_module):
-    mxpatch_bind.reshape(bound_module, [[D1], [D0]], [[L1], [L0]])
-    assert [[d.shape for d in device] for device in bound_module.data_shapes] == [
+def test_the_well_formed_reference_spec_reshapes(inference_module):
+    mxpatch_bind.reshape(inference_module, [[D1], [D0]], [[L1], [L0]])
+    assert [[d.shape for d in device] for device in inference_module.data_shapes] == [
         [(3, 3, 6, 10)], [(2, 3, 8, 8)]]
 
 

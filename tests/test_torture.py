@@ -17,10 +17,17 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from mxnet.contrib.svrg_optimization.svrg_module import SVRGModule
 from mxnet.module.executor_group import DataParallelExecutorGroup
+from nets import (
+    conv_net,
+    device_batch,
+    device_pairs,
+    fixed_params,
+    per_device_spec,
+    single_device_reference,
+)
 
 import mxpatch_bind
 from mxpatch_bind import binding, sequential
-from nets import conv_net, fixed_params, random_batch, single_device_reference
 
 TARGETS = [("Module", "bind"), ("Module", "reshape"), ("Module", "forward"),
            ("BucketingModule", "bind"), ("SequentialModule", "bind")]
@@ -353,15 +360,10 @@ PARAMS = fixed_params(SYMBOL, SHAPES[0])
 def svrg_per_device():
     mod = SVRGModule(SYMBOL, context=[mx.cpu(0), mx.cpu(1)], update_freq=2)
     with mxpatch_bind.patched():
-        mod.bind([[("data", s)] for s in SHAPES], [[("softmax_label", (s[0],))] for s in SHAPES])
+        mod.bind(*per_device_spec(SHAPES))
     mod.set_params(*PARAMS)
     mod._mod_aux.set_params(*PARAMS)  # what update_full_grads does before training
     return mod
-
-
-def device_batch(shapes, seed=0):
-    pairs = [random_batch(shape, seed=seed + i) for i, shape in enumerate(shapes)]
-    return mx.io.DataBatch([[d] for d, _ in pairs], [[l] for _, l in pairs]), pairs
 
 
 def test_svrg_module_and_its_auxiliary_module_bind_per_device_under_the_patch():
@@ -375,7 +377,8 @@ def test_svrg_module_and_its_auxiliary_module_bind_per_device_under_the_patch():
 
 def test_svrg_module_forward_backward_per_device_matches_stock_one_context_modules():
     mod = svrg_per_device()
-    batch, pairs = device_batch(SHAPES)
+    pairs = device_pairs(SHAPES)
+    batch = device_batch(pairs)
     mod.forward(batch, is_train=True)
     mod.backward()
     group = mod._exec_group
@@ -388,7 +391,8 @@ def test_svrg_module_forward_backward_per_device_matches_stock_one_context_modul
 
 def test_svrg_module_forward_per_device_also_runs_the_auxiliary_module():
     mod = svrg_per_device()
-    batch, pairs = device_batch(SHAPES)
+    pairs = device_pairs(SHAPES)
+    batch = device_batch(pairs)
     mod.forward(batch, is_train=True)
     mod.backward()
     aux_group = mod._mod_aux._exec_group

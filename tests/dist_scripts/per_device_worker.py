@@ -33,9 +33,9 @@ if __name__ == "__main__":
     _HERE = Path(__file__).resolve()
     sys.path[:0] = [str(_HERE.parents[1]), str(_HERE.parents[2])]
 
-import mxpatch_bind  # noqa: E402
+from nets import bound_module, conv_net, device_batch, fixed_params, random_batch  # noqa: E402
+
 from mxpatch_bind import distributed  # noqa: E402
-from nets import conv_net, fixed_params, random_batch  # noqa: E402
 
 # Per worker, per device: (batch, channels, height, width). The workers hold 3 and 4 samples,
 # so stock's batch_size * num_workers would give 6 or 8 instead of the job's 7.
@@ -49,29 +49,14 @@ def initial_params():
     return fixed_params(conv_net(), SHARDS[0][0])
 
 
+def shard_module(shapes):
+    """A per-device module on one CPU context per shape, with ``initial_params()``."""
+    return bound_module(conv_net(), shapes, initial_params())
+
+
 def shard_batch(worker, device, step):
     """(data, label) of one device of one worker at one step, the same in every process."""
     return random_batch(SHARDS[worker][device], seed=100 * step + 10 * worker + device)
-
-
-def device_batch(pairs):
-    """One DataBatch with a data list and a label list per device."""
-    return mx.io.DataBatch(data=[[data] for data, _ in pairs],
-                           label=[[label] for _, label in pairs])
-
-
-def per_device_spec(shapes):
-    return ([[("data", shape)] for shape in shapes],
-            [[("softmax_label", (shape[0],))] for shape in shapes])
-
-
-def bound_module(shapes):
-    """A per-device module on one CPU context per shape, with ``initial_params()``."""
-    mod = mx.mod.Module(conv_net(), context=[mx.cpu(i) for i in range(len(shapes))])
-    with mxpatch_bind.patched():
-        mod.bind(*per_device_spec(shapes))
-    mod.set_params(*initial_params())
-    return mod
 
 
 def _arrays(prefix, named):
@@ -80,7 +65,7 @@ def _arrays(prefix, named):
 
 def train(kvstore, steps, out_dir, dying_index=None, rescale_grad=None, kvstore_as="name"):
     index = int(os.environ["MXPATCH_LAUNCH_WORKER_INDEX"])
-    mod = bound_module(SHARDS[index])
+    mod = shard_module(SHARDS[index])
     optimizer_params = dict(OPTIMIZER_PARAMS)
     if rescale_grad is not None:
         optimizer_params["rescale_grad"] = rescale_grad
