@@ -8,7 +8,7 @@ import statistics
 import sys
 import time
 
-from mxpatch_bind._nets import conv_classifier
+from mxpatch_bind._nets import contexts_from_env, conv_classifier
 
 
 def interleaved(cases, rounds):
@@ -92,8 +92,8 @@ def quiet_logger():
 
 
 def contexts(count=2):
-    import mxnet as mx
-    return [mx.cpu(i) for i in range(count)]
+    """CPU contexts, or GPUs with ``MXPATCH_BENCH_CONTEXTS=gpu``."""
+    return contexts_from_env("MXPATCH_BENCH_CONTEXTS", count)
 
 
 def mlp(num_classes=10):

@@ -4,9 +4,10 @@ Private. One definition, so the demo's figures, the doctor's self-test, the benc
 tests all run the same network. Importing this module does not import MXNet.
 """
 
+import os
 from typing import Any, List, Optional, Sequence, Tuple
 
-__all__ = ["conv_classifier", "per_device_spec"]
+__all__ = ["conv_classifier", "per_device_spec", "contexts_from_env"]
 
 Shape = Tuple[int, ...]
 
@@ -74,3 +75,34 @@ def per_device_spec(shapes: Sequence[Shape], labels: bool = True
     data = [[("data", tuple(shape))] for shape in shapes]
     label = [[("softmax_label", (shape[0],))] for shape in shapes] if labels else None
     return data, label
+
+
+def contexts_from_env(variable: str, count: int = 2) -> List[Any]:
+    """``count`` contexts of the kind the environment variable ``variable`` names.
+
+    ``cpu`` (the default, also when unset) gives ``cpu(0) ... cpu(count - 1)``, which MXNet
+    treats as separate devices; ``gpu`` gives ``gpu(i % num_gpus)``. The tests read
+    ``MXPATCH_TEST_CONTEXTS``, the benchmarks ``MXPATCH_BENCH_CONTEXTS``
+    (``benchmarks/gpu_check.sh`` sets both to ``gpu``).
+
+    Raises
+    ------
+    ValueError
+        The variable holds something else, or ``gpu`` where MXNet sees no GPU.
+
+    Examples
+    --------
+    >>> contexts_from_env("MXPATCH_EXAMPLE_UNSET_VARIABLE", 2)
+    [cpu(0), cpu(1)]
+    """
+    import mxnet as mx
+    kind = os.environ.get(variable, "").strip().lower() or "cpu"
+    if kind == "cpu":
+        return [mx.cpu(i) for i in range(count)]
+    if kind != "gpu":
+        raise ValueError("%s=%r; expected 'cpu' (the default) or 'gpu'"
+                         % (variable, os.environ[variable]))
+    num_gpus = mx.context.num_gpus()
+    if not num_gpus:
+        raise ValueError("%s=gpu but MXNet sees no GPU (mx.context.num_gpus() is 0)" % variable)
+    return [mx.gpu(i % num_gpus) for i in range(count)]

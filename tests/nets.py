@@ -4,12 +4,19 @@ import mxnet as mx
 import numpy as np
 
 import mxpatch_bind
-from mxpatch_bind._nets import conv_classifier, per_device_spec  # noqa: F401 (shared helper)
+from mxpatch_bind._nets import (  # noqa: F401 (shared helpers)
+    conv_classifier, contexts_from_env, per_device_spec)
 
 
 def conv_net(num_classes=3, batch_norm=False):
     """Conv -> (BatchNorm) -> ReLU -> global pool -> FC -> softmax: works for any image size."""
     return conv_classifier(num_classes, batch_norm=batch_norm)
+
+
+def device_contexts(count=2):
+    """The contexts the per-device tests run on: CPU contexts, or GPUs with
+    ``MXPATCH_TEST_CONTEXTS=gpu`` (``benchmarks/gpu_check.sh``)."""
+    return contexts_from_env("MXPATCH_TEST_CONTEXTS", count)
 
 
 def device_pairs(shapes, seed=0):
@@ -24,9 +31,9 @@ def device_batch(pairs, **fields):
 
 
 def bound_module(symbol, shapes, params=None, labels=True, **bind_kwargs):
-    """A module on one CPU context per shape, bound per device under ``patched()``."""
+    """A module on one context per shape, bound per device under ``patched()``."""
     mod = mx.mod.Module(symbol, label_names=("softmax_label",) if labels else None,
-                        context=[mx.cpu(i) for i in range(len(shapes))])
+                        context=device_contexts(len(shapes)))
     with mxpatch_bind.patched():
         mod.bind(*per_device_spec(shapes, labels), **bind_kwargs)
     if params is not None:
@@ -70,7 +77,7 @@ def random_batch(shape, num_classes=3, seed=0):
 
 def single_device_reference(symbol, params, data, label, context=None, for_training=True):
     """Stock MXNet on one context: outputs and parameter gradients for one batch."""
-    context = context or mx.cpu(0)
+    context = context or device_contexts(1)[0]
     label_names = ("softmax_label",) if label is not None else None
     mod = mx.mod.Module(symbol, label_names=label_names, context=context)
     label_shapes = [("softmax_label", label.shape)] if label is not None else None

@@ -8,6 +8,7 @@ from nets import (
     conv_features,
     conv_net,
     device_batch,
+    device_contexts,
     device_pairs,
     fixed_params,
     per_device_spec,
@@ -77,7 +78,7 @@ def test_batch_size_is_the_total_so_one_sgd_step_divides_the_summed_gradients_by
 
 def test_parameters_are_kept_on_the_cpu_as_stock_keeps_them():
     shapes = SHAPES[:2]
-    mod = mx.mod.Module(conv_net(), context=[mx.cpu(0), mx.cpu(1)])
+    mod = mx.mod.Module(conv_net(), context=device_contexts())
     mxpatch_bind.bind(mod, *per_device_spec(shapes))
     assert mod._arg_params["conv_weight"].context == mx.cpu()
     assert mod._total_exec_bytes == mod._exec_group._total_exec_bytes  # stock: MB, rounded
@@ -141,7 +142,7 @@ def test_a_flat_batch_of_another_shape_moves_the_module_back_to_stock_form():
 def test_reshape_moves_a_module_between_stock_and_per_device_form():
     symbol = conv_net()
     params = fixed_params(symbol, (4, 3, 16, 16))
-    mod = mx.mod.Module(symbol, context=[mx.cpu(0), mx.cpu(1)])
+    mod = mx.mod.Module(symbol, context=device_contexts())
     mod.bind([("data", (4, 3, 16, 16))], [("softmax_label", (4,))])
     mod.set_params(*params)
     mxpatch_bind.reshape(mod, *per_device_spec(SHAPES[:2]))
@@ -184,7 +185,7 @@ def test_a_larger_shape_grows_the_base_executor_once_and_recurring_shapes_hit_th
 
 def test_outputs_that_differ_outside_the_batch_axis_refuse_to_merge_with_a_clear_error():
     symbol = conv_features()
-    mod = mx.mod.Module(symbol, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
+    mod = mx.mod.Module(symbol, label_names=None, context=device_contexts())
     mxpatch_bind.bind(mod, *per_device_spec(SHAPES[:2], labels=False))
     mod.init_params()
     pairs = device_pairs(SHAPES[:2])
@@ -212,7 +213,7 @@ def test_backward_takes_per_device_out_grads_and_input_grads_match_the_oracle():
     symbol = conv_features()
     shapes = SHAPES[:2]
     params = fixed_params(symbol, shapes[0])
-    mod = mx.mod.Module(symbol, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
+    mod = mx.mod.Module(symbol, label_names=None, context=device_contexts())
     mxpatch_bind.bind(mod, *per_device_spec(shapes, labels=False), inputs_need_grad=True)
     mod.set_params(*params)
     pairs = device_pairs(shapes)
@@ -223,7 +224,7 @@ def test_backward_takes_per_device_out_grads_and_input_grads_match_the_oracle():
     mod.backward(out_grads)
     input_grads = mod.get_input_grads(merge_multi_context=False)[0]
     for device, (data, _) in enumerate(pairs):
-        ref = mx.mod.Module(symbol, label_names=None, context=mx.cpu(0))
+        ref = mx.mod.Module(symbol, label_names=None, context=device_contexts(1)[0])
         ref.bind([("data", data.shape)], inputs_need_grad=True)
         ref.set_params(*params)
         ref.forward(mx.io.DataBatch([data]), is_train=True)
@@ -252,7 +253,7 @@ def test_shared_module_shares_parameters_across_per_device_modules():
     symbol = conv_net()
     params = fixed_params(symbol, SHAPES[0])
     first = bound_module(symbol, SHAPES[:2], params)
-    second = mx.mod.Module(symbol, context=[mx.cpu(0), mx.cpu(1)])
+    second = mx.mod.Module(symbol, context=device_contexts())
     mxpatch_bind.bind(second, *per_device_spec([SHAPES[2], SHAPES[3]]), shared_module=first)
     assert second.params_initialized and second._arg_params is first._arg_params
     first.set_params({k: v * 2 for k, v in params[0].items()}, params[1])
@@ -289,7 +290,7 @@ def test_dtype_and_a_tnc_layout_are_honoured_per_device():
     data = mx.sym.Variable("data")
     symbol = mx.sym.FullyConnected(mx.sym.sum(data, axis=0), num_hidden=3, name="fc")
     descs = [[mx.io.DataDesc("data", (5, n, 4), np.float64, "TNC")] for n in (2, 3)]
-    mod = mx.mod.Module(symbol, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
+    mod = mx.mod.Module(symbol, label_names=None, context=device_contexts())
     mxpatch_bind.bind(mod, descs, for_training=False)
     mod.init_params(mx.init.Uniform(0.5))
     assert mod._exec_group.batch_size == 5
@@ -305,7 +306,7 @@ def test_dtype_and_a_tnc_layout_are_honoured_per_device():
 
 def test_labels_may_be_absent_for_every_device():
     symbol = conv_net()
-    mod = mx.mod.Module(symbol, context=[mx.cpu(0), mx.cpu(1)])
+    mod = mx.mod.Module(symbol, context=device_contexts())
     mxpatch_bind.bind(mod, per_device_spec(SHAPES[:2])[0], [None, None], for_training=False)
     assert mod.label_shapes is None
 
@@ -316,7 +317,7 @@ def test_stock_form_under_the_patch_is_bit_identical_to_an_unpatched_module():
     data, label = random_batch((4, 3, 16, 16), seed=2)
 
     def train_one_step():
-        mod = mx.mod.Module(symbol, context=[mx.cpu(0), mx.cpu(1)])
+        mod = mx.mod.Module(symbol, context=device_contexts())
         mod.bind([("data", (4, 3, 16, 16))], [("softmax_label", (4,))])
         mod.set_params(*params)
         mod.init_optimizer(optimizer_params={"learning_rate": 0.1})
