@@ -42,7 +42,7 @@ __all__ = ["PerDeviceExecutorGroup", "EXEC_CACHE_SIZE"]
 EXEC_CACHE_SIZE = 8
 # Shapes seen once, per device (keys only). An executor enters the cache on the second sight
 # of its shape: one-off shapes then neither evict recurring ones nor cost the free of a
-# long-unused executor, ~10% of a reshape (docs/performance.md).
+# long-unused executor (measured in docs/performance.md).
 SEEN_SHAPES_SIZE = 256
 
 # MXNet versions whose Executor.reshape / Executor.__init__ _reshape_executor was checked
@@ -337,7 +337,8 @@ def _reshape_executor(base, shapes):
 
     MXNet's ``Executor.reshape`` ends in ``Executor.__init__``, which deep-copies the symbol,
     context, ``grad_req`` and ``group2ctx``, and the first ``arg_dict`` asks the symbol for
-    its argument names again: 10-20% of a reshape on a small network (docs/performance.md).
+    its argument names again: a measurable part of a reshape on a small network (figures in
+    docs/performance.md).
     Executors never modify them, so the new executor shares the base's. The C call and the
     arrays are exactly ``Executor.reshape``'s. Other MXNet versions, a monitor callback and
     ``group2ctx`` take ``Executor.reshape`` itself.

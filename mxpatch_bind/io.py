@@ -16,7 +16,7 @@ __all__ = ["PerDeviceIter", "PaddingStats", "Input", "DataSpecError"]
 # Channels-first layouts only: samples are padded at the end of every axis after C.
 _LAYOUTS = ("NCW", "NCHW", "NCDHW")
 # Batches grouped together by default when shuffling: random at the scale of 8 batches, and
-# in `bench variable` 1.26x the steps/s of arrival order (window 1: within noise on 2 cores).
+# faster than arrival order (python -m benchmarks variable; docs/performance.md).
 SHUFFLED_GROUP_WINDOW = 8
 
 
@@ -211,9 +211,9 @@ class PerDeviceIter(mx.io.DataIter):
     arrival order, only arranged across devices; larger windows also choose
     which samples share a batch and pad less (see :meth:`padding_stats`).
     With ``shuffle`` the default window is 8 batches: sorting within a
-    window keeps epochs random at the scale of the window and made training
-    steps 1.26x faster than arrival order in ``python -m benchmarks
-    variable`` (docs/performance.md). Every device
+    window keeps epochs random at the scale of the window and trains faster
+    than arrival order (``python -m benchmarks variable``, figures in
+    docs/performance.md). Every device
     gets the same number of samples. A synchronous step waits for its slowest
     device, and a device holding a large sample is slow whatever it shares
     it with, so large samples go together rather than being paired with small

@@ -2,8 +2,8 @@
 
 MXNet's oneDNN (MKLDNN) backend caches a primitive per operator and input shape, with no
 limit by default (``MXNET_MKLDNN_CACHE_NUM=-1``). Per-device shapes bring many more shapes
-than stock training, and resident memory grew 2.6x over 1,000 random shapes on two CPU
-contexts; with 16 entries it stays within a few percent (docs/performance.md).
+than stock training, and resident memory grows with every new shape; a cap of 16 entries
+keeps it nearly flat (``python -m benchmarks memory``; figures in docs/performance.md).
 
 MXNet 1.9.1 reads the variable once per operator source file, when that file's first
 primitive is cached (a function-local ``static`` in ``mkldnn_base-inl.h``), so a value set in
@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 
 MXNET_VARIABLE = "MXNET_MKLDNN_CACHE_NUM"
 POLICY_VARIABLE = "MXPATCH_BIND_MKLDNN_CACHE_NUM"
-# 16 kept growth near 5% over 1,000 random shapes at no measurable cost; 8 cost speed.
+# 16 kept memory nearly flat at no measurable cost; 8 cost speed (docs/performance.md).
 DEFAULT_CACHE_NUM = 16
 
 _INT_MAX = 2 ** 31 - 1  # MXNet reads the variable into a C int

@@ -224,7 +224,7 @@ def parse_device_shapes(data_shapes, label_shapes, data_names, label_names, num_
     """
     if isinstance(data_shapes, DeviceShapes):
         return _check_parsed(data_shapes, label_shapes, data_names, label_names, num_devices)
-    data = _parse_devices(data_shapes, "data_shapes", data_names, num_devices, strict_names=True)
+    data = _parse_devices(data_shapes, "data_shapes", data_names, num_devices)
     label = _parse_labels(label_shapes, label_names, num_devices)
     spec = DeviceShapes(data, label)
     check_layouts_agree(spec)
@@ -259,10 +259,10 @@ def _parse_labels(label_shapes, label_names, num_devices):
         raise ShapeSpecError(
             "label_shapes gives labels for some devices but None for device %d: %r; give "
             "every device its labels or pass None for all" % (missing, label_shapes))
-    return _parse_devices(label_shapes, "label_shapes", label_names, num_devices, strict_names=True)
+    return _parse_devices(label_shapes, "label_shapes", label_names, num_devices)
 
 
-def _parse_devices(spec, what, names, num_devices, strict_names):
+def _parse_devices(spec, what, names, num_devices):
     if not isinstance(spec, (list, tuple)):
         raise ShapeSpecError("%s must be %s; got %r" % (what, _SPEC_FORM, spec))
     if len(spec) != num_devices:
