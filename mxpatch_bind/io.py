@@ -20,6 +20,29 @@ _LAYOUTS = ("NCW", "NCHW", "NCDHW")
 SHUFFLED_GROUP_WINDOW = 8
 
 
+class CurrentBatchIter(mx.io.DataIter):
+    """A ``DataIter`` whose ``next()`` keeps the batch it returns in ``_current``, which the
+    stock accessors read (``PerDeviceIter``, ``PerDevicePrefetchingIter``)."""
+
+    _current: mx.io.DataBatch
+
+    def getdata(self):
+        """The data arrays of the current batch (one list per device when per device)."""
+        return self._current.data
+
+    def getlabel(self):
+        """The label arrays of the current batch (one list per device when per device)."""
+        return self._current.label
+
+    def getpad(self):
+        """Number of filler samples at the end of the current batch."""
+        return self._current.pad
+
+    def getindex(self):
+        """Dataset indices of the current batch in flat order, filler included."""
+        return self._current.index
+
+
 class _PerDeviceBatch(mx.io.DataBatch):
     """A DataBatch whose ``data`` and ``label`` are per-device lists."""
 
@@ -166,7 +189,7 @@ def _read_form(data, label, inputs, label_inputs, sizes, data_name, label_name, 
     return data, declared, planned, [a.shape for a in _first_sample(data, declared, planned)]
 
 
-class PerDeviceIter(mx.io.DataIter):
+class PerDeviceIter(CurrentBatchIter):
     """Iterate over variable-size samples, each device padded only to its own largest sample.
 
     Every batch gives each of ``num_devices`` devices ``batch_per_device``
@@ -525,22 +548,6 @@ class PerDeviceIter(mx.io.DataIter):
         if not self.iter_next():
             raise StopIteration
         return self._current
-
-    def getdata(self):
-        """Per device, the data arrays of the current batch."""
-        return self._current.data
-
-    def getlabel(self):
-        """Per device, the label arrays of the current batch, or None."""
-        return self._current.label
-
-    def getpad(self):
-        """Number of filler samples at the end of the current batch."""
-        return self._current.pad
-
-    def getindex(self):
-        """Dataset indices of the current batch in flat order, filler included."""
-        return self._current.index
 
     def padding_stats(self):
         """Count real, padding, filler and rounding pixels of the current epoch's batches.

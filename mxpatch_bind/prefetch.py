@@ -13,7 +13,7 @@ import queue
 import threading
 from typing import Any, Optional
 
-import mxnet as mx
+from .io import CurrentBatchIter
 
 __all__ = ["PerDevicePrefetchingIter"]
 
@@ -61,7 +61,7 @@ class _EpochFetcher:
         self._thread.join()
 
 
-class PerDevicePrefetchingIter(mx.io.DataIter):
+class PerDevicePrefetchingIter(CurrentBatchIter):
     """Fetch a per-device iterator's batches on a background thread.
 
     The contract of ``mx.io.PrefetchingIter`` for an iterator whose ``provide_data`` and
@@ -174,22 +174,6 @@ class PerDevicePrefetchingIter(mx.io.DataIter):
         except StopIteration:
             return False
         return True
-
-    def getdata(self):
-        """The data of the current batch (per device for a per-device iterator)."""
-        return self._current.data
-
-    def getlabel(self):
-        """The labels of the current batch."""
-        return self._current.label
-
-    def getpad(self):
-        """Number of filler samples in the current batch."""
-        return self._current.pad
-
-    def getindex(self):
-        """The indices of the current batch."""
-        return self._current.index
 
     # ----------------------------------------------------------------- life cycle
     def close(self) -> None:
