@@ -18,67 +18,34 @@ Every round uses new images, so no mode meets a shape it has seen before.
 
 import random
 
-from mxpatch_bind._nets import per_device_spec
-
-from . import common
+from . import common, training
 
 NAME = "variable"
 SIZES = (32, 160)
-DEVICES = 2
-PER_DEVICE = 2
+# The training set-up (devices, images per device, network) is training.py's, shared with
+# the balanced and rounding benchmarks.
+DEVICES, PER_DEVICE = training.DEVICES, training.PER_DEVICE
+NETWORK_FILTERS = training.NETWORK_FILTERS
 MODES = ("(a) stock, padded to the step's largest", "(b) per-device, arrival order",
          "(c) per-device, grouped", "(d) per-device, grouped, window 8")
 GROUP_WINDOWS = {MODES[2]: 1, MODES[3]: 8}
-NETWORK_FILTERS = (32, 64, 64)
 
 
 def run(tiny=False, rounds=None):
     """Steps per second of the three modes, interleaved round by round; pixel ideals."""
     import mxnet as mx
 
-    import mxpatch_bind
 
     rounds = rounds or (2 if tiny else 7)
     steps = 3 if tiny else 40
-    symbol = _network()
-    with mxpatch_bind.patched():
-        modules = _modules(mx, symbol)
+    modules = training.bind_modules(mx, MODES, (SIZES[1], SIZES[1]))
     rng = random.Random(0)
-    clocks = {mode: [] for mode in MODES}
     pixels = {mode: {"serial": 0, "parallel": 0} for mode in MODES}
-    # A warm-up epoch: oneDNN kernels, memory pools.
-    _epoch(mx, modules, _feeds(mx, rng, steps, pixels=None))
     common.progress("variable: %d rounds of %d steps per mode" % (rounds, steps))
-    for index in range(rounds):
-        feeds = _feeds(mx, rng, steps, pixels)
-        shift = index % len(MODES)
-        order = MODES[shift:] + MODES[:shift]
-        for mode in order:
-            clocks[mode].append(_time_epoch(mx, modules[mode], feeds[mode]))
+    # Round -1 is the untimed warm-up (oneDNN kernels, memory pools): its pixels don't count.
+    clocks = training.run_rounds(
+        mx, modules, lambda index: _feeds(mx, rng, steps, pixels if index >= 0 else None), rounds)
     return _result(clocks, pixels, rounds, steps, tiny)
-
-
-def _network():
-    """A CNN heavy enough per pixel that compute, not per-step overhead, dominates a step."""
-    return common.small_cnn(filters=NETWORK_FILTERS)
-
-
-def _modules(mx, symbol):
-    """One module per mode, bound to an arbitrary first shape (each reshapes as it goes)."""
-    first = (PER_DEVICE, 3, SIZES[1], SIZES[1])
-    modules = {}
-    for mode in MODES:
-        mod = mx.mod.Module(symbol, context=common.contexts(DEVICES),
-                            logger=common.quiet_logger())
-        if mode.startswith("(a)"):
-            mod.bind([("data", (DEVICES * PER_DEVICE,) + first[1:])],
-                     [("softmax_label", (DEVICES * PER_DEVICE,))])
-        else:
-            mod.bind(*per_device_spec([first] * DEVICES))
-        mod.init_params(mx.init.Xavier(rnd_type="uniform", magnitude=2))
-        mod.init_optimizer(optimizer_params={"learning_rate": 0.01})
-        modules[mode] = mod
-    return modules
 
 
 def _images(rng, count):
@@ -130,21 +97,6 @@ def _stock_batches(mx, images, labels):
         batches.append(mx.io.DataBatch([mx.nd.array(data)],
                                        [mx.nd.array(labels[start:start + size])]))
     return batches
-
-
-def _epoch(mx, modules, feeds):
-    for mode, batches in feeds.items():
-        _time_epoch(mx, modules[mode], batches)
-
-
-def _time_epoch(mx, mod, batches):
-    mx.nd.waitall()
-    with common.Clock(len(batches)) as clock:
-        for batch in batches:
-            mod.forward_backward(batch)
-            mod.update()
-        mx.nd.waitall()
-    return clock
 
 
 def _result(clocks, pixels, rounds, steps, tiny):
