@@ -321,9 +321,12 @@ def test_install_refuses_an_unsupported_mxnet_version_and_patches_nothing(monkey
 def test_forced_install_on_an_unsupported_version_warns_patches_and_uninstalls(monkeypatch,
                                                                                 version):
     monkeypatch.setattr(mx, "__version__", version)
-    with pytest.warns(RuntimeWarning, match=re.escape(version)):
+    with pytest.warns(RuntimeWarning, match=re.escape(version)) as warned:
         mxpatch_bind.install(force=True)
     try:
+        message = str(warned[0].message)
+        assert message == ("mxpatch_bind patching an unsupported MXNet (force=True): "
+                           "mxnet.__version__ is %r; supported: 1.6 to 1.9.x" % version)
         assert mxpatch_bind.is_installed()
     finally:
         mxpatch_bind.uninstall()

@@ -249,6 +249,20 @@ def test_update_metric_takes_per_device_labels_in_both_batch_forms():
         assert metric.get()[1] == pytest.approx(expected)
 
 
+def test_update_metric_takes_merged_labels_when_the_devices_agree_outside_the_batch_axis():
+    symbol = conv_net()
+    shapes = [(1, 3, 16, 16), (3, 3, 16, 16)]
+    mod = bound_module(symbol, shapes, fixed_params(symbol, shapes[0]))
+    pairs = device_pairs(shapes)
+    mod.forward(device_batch(pairs), is_train=False)
+    predictions = np.concatenate([o.asnumpy() for o in mod.get_outputs(False)[0]]).argmax(1)
+    labels = np.concatenate([label.asnumpy() for _, label in pairs])
+    metric = mx.metric.Accuracy()
+    mod.update_metric(metric, [mx.nd.array(labels)])  # one merged label array, sliced by rows
+    assert metric.get()[1] == pytest.approx(float((predictions == labels).mean()))
+    assert metric.num_inst == len(labels)
+
+
 def test_shared_module_shares_parameters_across_per_device_modules():
     symbol = conv_net()
     params = fixed_params(symbol, SHAPES[0])

@@ -234,6 +234,24 @@ def ctx_groups(contexts):
     return result
 
 
+def pre_sliced_batches(contexts):
+    """Stock's own pre-sliced form: a list of DataBatch, one per device, all of one shape."""
+    mod = mx.mod.Module(CONV, context=contexts)
+    per_device = (BATCH // len(contexts),) + IMAGE[1:]
+    mod.bind([("data", (per_device[0] * len(contexts),) + IMAGE[1:])],
+             [("softmax_label", (per_device[0] * len(contexts),))])
+    mod.set_params(*CONV_PARAMS)
+    result = {"classes": [classes(mod)], "steps": []}
+    for step in range(2):
+        batches = image_batches(len(contexts), per_device, seed=30 + 10 * step)
+        mod.forward(batches, is_train=True)
+        mod.backward()
+        result["steps"].append({"outputs": [numpy(o) for o in mod.get_outputs(False)],
+                                "grads": device_grads(mod), "shapes": shapes(mod)})
+        result["classes"].append(classes(mod))
+    return result
+
+
 def reshape_then_implicit_reshape(contexts):
     """An explicit stock reshape, then forwards whose batches carry other shapes."""
     mod = mx.mod.Module(CONV, context=contexts)
@@ -391,6 +409,14 @@ def test_reshape_and_implicit_reshape_in_forward_are_identical(count):
     result = assert_stock_neutral(reshape_then_implicit_reshape, cpus(count))
     assert [step["shapes"]["data"][0][1] for step in result["steps"]] == [
         (3, 3, 12, 12), (BATCH, 3, 20, 20), (3, 3, 8, 10)]
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_a_pre_sliced_list_of_equal_shapes_stays_stock_and_identical(count):
+    # The patched Module.forward takes a list of batches per device only when their shapes
+    # differ; stock takes (and asserts) equal shapes itself.
+    result = assert_stock_neutral(pre_sliced_batches, cpus(count))
+    assert all(owner is mx.mod.Module for owner, _ in result["classes"])
 
 
 @pytest.mark.parametrize("count", NUM_CONTEXTS)
