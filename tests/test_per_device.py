@@ -318,6 +318,19 @@ def test_dtype_and_a_tnc_layout_are_honoured_per_device():
     assert np.array_equal(merged.asnumpy(), expected)
 
 
+def test_name_shape_dtype_layout_tuples_are_read_as_data_desc_fields():
+    # Stock specs may be (name, shape, dtype[, layout]) tuples; so may per-device entries.
+    data = mx.sym.Variable("data")
+    symbol = mx.sym.FullyConnected(mx.sym.sum(data, axis=0), num_hidden=3, name="fc")
+    spec = [[("data", (5, 2, 4), np.float64, "TNC")], [("data", (5, 3, 4), np.float64, "TNC")]]
+    mod = mx.mod.Module(symbol, label_names=None, context=device_contexts())
+    mxpatch_bind.bind(mod, spec, for_training=False)
+    assert [e.arg_dict["data"].dtype for e in mod._exec_group.execs] == [np.float64] * 2
+    assert [[(d.dtype, d.layout) for d in device] for device in mod.data_shapes] == [
+        [(np.float64, "TNC")]] * 2
+    assert mod._exec_group.batch_size == 5  # the batch axis comes from the layout
+
+
 def test_labels_may_be_absent_for_every_device():
     symbol = conv_net()
     mod = mx.mod.Module(symbol, context=device_contexts())
