@@ -32,6 +32,7 @@ from mxnet.executor import Executor
 from mxnet.module.executor_group import DataParallelExecutorGroup, _merge_multi_context
 from mxnet.ndarray import NDArray, _ndarray_cls
 
+from . import batches, shapes
 from .shapes import DeviceShapes
 
 __all__ = ["PerDeviceExecutorGroup", "EXEC_CACHE_SIZE"]
@@ -233,8 +234,17 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         """
         if not self.per_device or not is_device_batch(data_batch):
             return super().forward(data_batch, is_train)
-        labels = data_batch.label if _has_labels(data_batch.label) else None
-        return self.forward_devices(data_batch.data, labels, is_train)
+        # Modules hand forward_devices a batch they checked; called on the group itself, the
+        # batch is checked here the same way, against the group's own inputs.
+        checked = batches.check_device_batch(data_batch, shapes.DEVICE_LISTS, self._expected())
+        return self.forward_devices(checked.data, checked.label, is_train)
+
+    def _expected(self):
+        labels = self.label_shapes[0] if self.label_shapes else []
+        return batches.Expected(len(self.execs), list(self.data_names),
+                                [len(desc.shape) for desc in self.data_shapes[0]],
+                                [desc.name for desc in labels],
+                                [len(desc.shape) for desc in labels])
 
     def forward_devices(self, data, labels, is_train=None):
         """Copy one list of arrays per device into its executor and run every one forward.
@@ -300,10 +310,6 @@ def is_device_batch(data_batch):
     """Whether a ``DataBatch`` holds per-device lists (the Deformable-ConvNets form)."""
     data = getattr(data_batch, "data", None)
     return bool(data) and isinstance(data[0], (list, tuple))
-
-
-def _has_labels(labels):
-    return bool(labels) and all(device is not None for device in labels)
 
 
 def _copy_inputs(arrays, exec_, names):
@@ -407,10 +413,9 @@ def _grows(base, wanted):
     the label grows, the data shrinks) would otherwise hold only a view of the larger data,
     and the next large image would grow it back, replacing the base every other step.
     """
-    held = {name: base.arg_dict[name].size for name in wanted}
-    sizes = {name: _size(shape) for name, shape in wanted.items()}
-    return (any(sizes[name] > held[name] for name in wanted)
-            and sum(sizes.values()) > sum(held.values()))
+    held = sum(base.arg_dict[name].size for name in wanted)
+    # More in all implies more than the base holds for some input.
+    return sum(_size(shape) for shape in wanted.values()) > held
 
 
 def _size(shape):

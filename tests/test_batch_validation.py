@@ -12,7 +12,10 @@ import pytest
 import mxpatch_bind
 from nets import (
     assert_same_state,
+    bound_module,
     conv_net,
+    device_batch,
+    device_pairs,
     fixed_params,
     module_state,
     random_batch,
@@ -300,3 +303,20 @@ def test_a_provide_data_whose_layouts_put_the_batch_axis_apart_is_refused(mod):
     with pytest.raises(mxpatch_bind.ShapeSpecError, match="'CNHW' but device 0 gives 'NCHW'"):
         mod.forward(make_batch("device-lists", data, label, provide_data=provide))
     assert_same_state(before, module_state(mod))
+
+
+def test_the_executor_group_checks_a_per_device_batch_given_to_it_directly():
+    # Modules hand the group batches they checked; a direct caller gets the same checks.
+    mod = bound_module(SYMBOL, SHAPES, PARAMS)
+    group = mod._exec_group
+    pairs = device_pairs(SHAPES, seed=4)
+    group.forward(device_batch(pairs), is_train=False)
+    for exec_, (data, label) in zip(group.execs, pairs):
+        assert np.array_equal(exec_.arg_dict["data"].asnumpy(), data.asnumpy())
+        assert np.array_equal(exec_.arg_dict["softmax_label"].asnumpy(), label.asnumpy())
+    before = module_state(mod)
+    one_device_labelled = mx.io.DataBatch(data=[[d] for d, _ in pairs],
+                                          label=[[pairs[0][1]], None])
+    with pytest.raises(mxpatch_bind.BatchError, match="batch device 1 has no labels"):
+        group.forward(one_device_labelled, is_train=False)
+    assert_same_state(module_state(mod), before)
