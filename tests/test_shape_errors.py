@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mxpatch_bind
-from mxpatch_bind import ShapeSpecError
+from mxpatch_bind import ShapeSpecError, shapes
 from nets import (assert_same_state, conv_net, device_batch, device_pairs, fixed_params,
                   module_state)
 
@@ -236,7 +236,6 @@ def test_the_free_bind_on_a_bound_stock_module_warns_and_changes_nothing(context
 
 
 def test_the_largest_tensor_mxnet_holds_is_what_the_parser_accepts():
-    from mxpatch_bind import shapes
     assert shapes.max_elements() == 2 ** 31 - 1  # this wheel is built without INT64_TENSOR_SIZE
     spec = shapes.parse_device_shapes([[("data", (2 ** 31 - 1,))], [("data", (1,))]], None,
                                       ["data"], [], 2)
@@ -267,3 +266,22 @@ def test_the_package_source_has_no_assert_statements():
     # Input checks must survive ``python -O``, which strips assert statements.
     assert os.path.isfile(os.path.join(PACKAGE_DIR, "shapes.py"))
     assert _assert_statements() == []
+
+
+def test_an_mxnet_built_with_int64_tensor_size_holds_up_to_2_63_minus_1_elements(monkeypatch):
+    from mxnet import runtime
+
+    class Features:
+        def is_enabled(self, name):
+            return name == "INT64_TENSOR_SIZE"
+
+    monkeypatch.setattr(runtime, "Features", Features)
+    shapes.max_elements.cache_clear()
+    try:
+        assert shapes.max_elements() == 2 ** 63 - 1
+        big = (2 ** 16, 2 ** 16, 2)  # 2**33 elements: beyond int32 indexing, within int64
+        spec = shapes.parse_device_shapes([[("data", big)], [("data", big)]], None,
+                                          ["data"], [], 2)
+        assert spec.data[1][0].shape == big
+    finally:
+        shapes.max_elements.cache_clear()
