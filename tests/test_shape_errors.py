@@ -285,3 +285,10 @@ def test_an_mxnet_built_with_int64_tensor_size_holds_up_to_2_63_minus_1_elements
         assert spec.data[1][0].shape == big
     finally:
         shapes.max_elements.cache_clear()
+
+
+@pytest.mark.parametrize("layout, shape", [("TNC", (4,)), ("TCN", (4,)), ("TCN", (4, 3))])
+def test_a_layout_whose_batch_axis_is_past_the_shape_is_refused(layout, shape):
+    spec = [[mx.io.DataDesc("data", shape, layout=layout)]] * 2
+    with pytest.raises(ShapeSpecError, match="outside the shape"):
+        shapes.parse_device_shapes(spec, None, ["data"], [], 2)
