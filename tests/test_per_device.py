@@ -374,3 +374,19 @@ def test_a_bigger_batch_of_smaller_images_does_not_replace_the_base_back_and_for
         shapes = [(2, 3, 28, 28), (3, 3, 16, 32)] if step % 2 else [(3, 3, 16, 32)] * 2
         mxpatch_bind.reshape(mod, *per_device_spec(shapes))
         assert all(a is b for a, b in zip(group._default_execs, bases))
+
+
+def test_input_grads_of_a_tnc_input_that_differ_outside_the_batch_axis_refuse_to_merge():
+    data = mx.sym.Variable("data")
+    loss = mx.sym.MakeLoss(mx.sym.sum(mx.sym.FullyConnected(mx.sym.sum(data, axis=0),
+                                                            num_hidden=3, name="fc")))
+    descs = [[mx.io.DataDesc("data", (t, n, 4), layout="TNC")] for t, n in ((5, 2), (6, 3))]
+    mod = mx.mod.Module(loss, label_names=None, context=device_contexts())
+    mxpatch_bind.bind(mod, descs, inputs_need_grad=True)
+    mod.init_params(mx.init.Uniform(0.5))
+    mod.forward(mx.io.DataBatch([[mx.nd.ones(d.shape)] for (d,) in descs]), is_train=True)
+    mod.backward()
+    per_device = mod.get_input_grads(merge_multi_context=False)[0]
+    assert [g.shape for g in per_device] == [(5, 2, 4), (6, 3, 4)]
+    with pytest.raises(ValueError, match="cannot merge input gradient 'data'.*batch axis 1"):
+        mod.get_input_grads()
