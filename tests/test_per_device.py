@@ -234,6 +234,18 @@ def test_backward_takes_per_device_out_grads_and_input_grads_match_the_oracle():
                               ref._exec_group.grad_arrays[0][0].asnumpy())
 
 
+def test_per_device_out_grads_for_too_few_devices_are_refused_by_count():
+    symbol = conv_features()
+    mod = mx.mod.Module(symbol, label_names=None, context=device_contexts())
+    mxpatch_bind.bind(mod, *per_device_spec(SHAPES[:2], labels=False))
+    mod.set_params(*fixed_params(symbol, SHAPES[0]))
+    mod.forward(mx.io.DataBatch(device_batch(device_pairs(SHAPES[:2])).data), is_train=True)
+    first = mod.get_outputs(False)[0][0]
+    with pytest.raises(ValueError, match="^out_grads has 1 per-device entries but the module "
+                                         "has 2 devices$"):
+        mod.backward([[mx.nd.ones(first.shape)]])
+
+
 def test_update_metric_takes_per_device_labels_in_both_batch_forms():
     symbol = conv_net()
     mod = bound_module(symbol, SHAPES[:2], fixed_params(symbol, SHAPES[0]))
