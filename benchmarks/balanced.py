@@ -69,17 +69,7 @@ def _feeds(mx, rng, np_rng, steps, pixels):
 
 
 def _result(clocks, pixels, rounds, steps, tiny):
-    stock = common.walls(clocks[MODES[0]])
-    rows = []
-    for mode in MODES:
-        walls = common.walls(clocks[mode])
-        speedup = common.paired_ratio(stock, walls)
-        parallel = pixels[MODES[0]]["parallel"] / pixels[mode]["parallel"]
-        serial = pixels[MODES[0]]["serial"] / pixels[mode]["serial"]
-        rows.append({"mode": mode, "steps_per_s": 1 / common.median(walls),
-                     "spread": common.spread(walls), "vs_stock": speedup,
-                     "serial_ideal": serial, "parallel_ideal": parallel,
-                     "of_parallel_ideal": speedup / parallel})
+    rows = training.ideal_rows(clocks, pixels, MODES)
     balanced_vs_window = common.paired_ratio(common.walls(clocks[MODES[1]]),
                                              common.walls(clocks[MODES[2]]))
     balanced = rows[2]

@@ -75,3 +75,21 @@ def images(np_rng, rng, count, size_of):
 def distinct_shapes(batches):
     """Distinct per-device data shapes among per-device batches."""
     return len({device[0].shape for batch in batches for device in batch.data})
+
+
+def ideal_rows(clocks, pixels, modes):
+    """One row per mode: steps/s, spread and speed-up over ``modes[0]``, against the pixel
+    ideals (``pixels[mode]``: ``serial`` pixels in all, ``parallel`` on the busiest device)."""
+    stock = common.walls(clocks[modes[0]])
+    rows = []
+    for mode in modes:
+        walls = common.walls(clocks[mode])
+        speedup = common.paired_ratio(stock, walls)
+        serial = pixels[modes[0]]["serial"] / pixels[mode]["serial"]
+        parallel = pixels[modes[0]]["parallel"] / pixels[mode]["parallel"]
+        rows.append({"mode": mode, "steps_per_s": 1 / common.median(walls),
+                     "spread": common.spread(walls), "vs_stock": speedup,
+                     "serial_ideal": serial, "parallel_ideal": parallel,
+                     "of_serial_ideal": speedup / serial, "of_parallel_ideal": speedup / parallel,
+                     "padded_pixels": pixels[mode]["serial"]})
+    return rows

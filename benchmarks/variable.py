@@ -100,18 +100,7 @@ def _stock_batches(mx, images, labels):
 
 
 def _result(clocks, pixels, rounds, steps, tiny):
-    stock = common.walls(clocks[MODES[0]])
-    rows = []
-    for mode in MODES:
-        walls = common.walls(clocks[mode])
-        speedup = common.paired_ratio(stock, walls)
-        serial = pixels[MODES[0]]["serial"] / pixels[mode]["serial"]
-        parallel = pixels[MODES[0]]["parallel"] / pixels[mode]["parallel"]
-        rows.append({"mode": mode, "steps_per_s": 1 / common.median(walls),
-                     "spread": common.spread(walls), "vs_stock": speedup,
-                     "serial_ideal": serial, "parallel_ideal": parallel,
-                     "of_serial_ideal": speedup / serial, "of_parallel_ideal": speedup / parallel,
-                     "padded_pixels": pixels[mode]["serial"]})
+    rows = training.ideal_rows(clocks, pixels, MODES)
     arrival = rows[1]
     grouped_vs_arrival = common.paired_ratio(common.walls(clocks[MODES[1]]),
                                              common.walls(clocks[MODES[2]]))
