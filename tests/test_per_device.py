@@ -17,6 +17,7 @@ from nets import (
 )
 
 import mxpatch_bind
+from mxpatch_bind import binding
 
 SHAPES = [(2, 3, 32, 48), (3, 3, 40, 24), (1, 3, 16, 20), (2, 3, 24, 24)]
 
@@ -27,7 +28,7 @@ def device_grads(mod, device):
                                                                  group.grad_arrays)}
 
 
-@pytest.mark.parametrize("num_devices", [2, 3, 4])
+@pytest.mark.parametrize("num_devices", [1, 2, 3, 4])
 def test_each_device_matches_a_stock_one_context_module_exactly(num_devices):
     shapes = SHAPES[:num_devices]
     symbol = conv_net(batch_norm=True)
@@ -402,3 +403,21 @@ def test_input_grads_of_a_tnc_input_that_differ_outside_the_batch_axis_refuse_to
     assert [g.shape for g in per_device] == [(5, 2, 4), (6, 3, 4)]
     with pytest.raises(ValueError, match="cannot merge input gradient 'data'.*batch axis 1"):
         mod.get_input_grads()
+
+
+def test_a_stock_bound_module_fed_pre_sliced_batches_of_other_shapes_goes_per_device():
+    # Stock forward asserts a pre-sliced list has one shape; the patched forward reshapes the
+    # module to per device instead, and each device computes what a one-context module does.
+    symbol = conv_net()
+    params = fixed_params(symbol, SHAPES[0])
+    mod = mx.mod.Module(symbol, context=device_contexts())
+    mod.bind([("data", (4, 3, 16, 16))], [("softmax_label", (4,))], for_training=False)
+    mod.set_params(*params)
+    pairs = device_pairs(SHAPES[:2], seed=9)
+    with mxpatch_bind.patched():
+        mod.forward([mx.io.DataBatch([data], [label]) for data, label in pairs], is_train=False)
+    assert binding.is_per_device(mod)
+    outputs = mod.get_outputs(merge_multi_context=False)[0]
+    for device, (data, label) in enumerate(pairs):
+        reference, _ = single_device_reference(symbol, params, data, label, for_training=False)
+        assert np.array_equal(outputs[device].asnumpy(), reference[0])
