@@ -32,10 +32,18 @@ STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT]
 LONG_GRACE_S = 120
 
 
+def default_stop_signals():
+    """In the launcher's child: the stop signals at their default dispositions, whatever the
+    test run inherited (under ``nohup`` SIGHUP arrives ignored, and the launcher keeps an
+    inherited ignore, as it should)."""
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+
+
 class Launcher:
     """A launcher process whose output lines are collected as they arrive."""
 
-    def __init__(self, worker_args, grace=5.0, preexec_fn=None):
+    def __init__(self, worker_args, grace=5.0, preexec_fn=default_stop_signals):
         environ = dict(os.environ)
         environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO),
                                                               environ.get("PYTHONPATH")]))
@@ -196,7 +204,18 @@ def test_killing_the_launcher_also_ends_what_a_worker_started(release):
     assert grandchild in launcher.job() and left == []
 
 
+@pytest.fixture
+def default_disposition(request):
+    """The test's signal at its default disposition in this process for the test, as a
+    terminal gives it (a run under ``nohup`` inherits SIGHUP ignored, which launch() keeps)."""
+    signum = request.getfixturevalue("signum")
+    previous = signal.signal(signum, signal.SIG_DFL)
+    yield
+    signal.signal(signum, previous)
+
+
 @pytest.mark.parametrize("signum", STOP_SIGNALS, ids=lambda signum: signum.name)
+@pytest.mark.usefixtures("default_disposition")
 def test_a_signal_while_the_processes_start_stops_starting_them(signum, monkeypatch):
     # In this process (pytest's main thread): the signal arrives right after the
     # scheduler started, before the server would.
