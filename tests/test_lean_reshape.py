@@ -1,5 +1,7 @@
 """The executor group's lean reshape equals ``Executor.reshape``; its cache admits on second sight."""
 
+from collections import OrderedDict
+
 import mxnet as mx
 import numpy as np
 import pytest
@@ -135,3 +137,13 @@ def test_input_shapes_of_a_reshaped_executor_are_known_without_asking_mxnet(monk
     lean = executor_group._reshape_executor(base, {"data": (1, 3, 8, 8), "softmax_label": (1,)})
     monkeypatch.setattr(mx.nd.NDArray, "shape", property(lambda self: pytest.fail("asked")))
     assert executor_group._input_shapes(lean, {"data": None}) == {"data": (1, 3, 8, 8)}
+
+
+def test_the_executor_cache_keeps_exactly_its_size_dropping_the_least_recently_used():
+    cache = OrderedDict()
+    for key in range(executor_group.EXEC_CACHE_SIZE + 2):
+        executor_group._put_bounded(cache, key, None, executor_group.EXEC_CACHE_SIZE)
+    assert list(cache) == list(range(2, executor_group.EXEC_CACHE_SIZE + 2))
+    cache.move_to_end(2)  # a hit makes it the most recently used
+    executor_group._put_bounded(cache, "new", None, executor_group.EXEC_CACHE_SIZE)
+    assert 3 not in cache and 2 in cache and len(cache) == executor_group.EXEC_CACHE_SIZE
