@@ -147,3 +147,13 @@ def test_the_executor_cache_keeps_exactly_its_size_dropping_the_least_recently_u
     cache.move_to_end(2)  # a hit makes it the most recently used
     executor_group._put_bounded(cache, "new", None, executor_group.EXEC_CACHE_SIZE)
     assert 3 not in cache and 2 in cache and len(cache) == executor_group.EXEC_CACHE_SIZE
+
+
+def test_a_reshape_to_the_current_per_device_shapes_returns_at_once(monkeypatch):
+    mod = mx.mod.Module(conv_net(), context=[mx.cpu(0), mx.cpu(1)])
+    mxpatch_bind.bind(mod, *per_device_spec([BASE_SHAPE, (1, 3, 8, 8)]))
+    group = mod._exec_group
+    commits = []
+    monkeypatch.setattr(group, "_commit", lambda spec: commits.append(spec))
+    mxpatch_bind.reshape(mod, *per_device_spec([BASE_SHAPE, (1, 3, 8, 8)]))
+    assert commits == []  # nothing recomputed, not even the arrays' lists
