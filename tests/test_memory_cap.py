@@ -131,7 +131,11 @@ def test_the_check_of_the_mxnet_setting_agrees_with_mxnet_itself():
             accepted.append(False)
         finally:
             del os.environ[memory.MXNET_VARIABLE]
-    assert accepted == mxnet_ran
+    # Never accept a value MXNet fails on. The rules are MXNet 1.9.1's parser, so there they
+    # agree exactly; an older MXNet (1.6.0 runs all of these) may take values they refuse.
+    assert all(ran for ok, ran in zip(accepted, mxnet_ran) if ok), (values, accepted, mxnet_ran)
+    if mx.__version__.startswith("1.9."):
+        assert accepted == mxnet_ran
     assert True in accepted and False in accepted
 
 
