@@ -56,15 +56,9 @@ def _feeds(mx, rng, np_rng, steps, pixels):
                                   balanced=balanced)
         feeds[mode] = list(data_iter)
         if pixels is not None:
-            stats = data_iter.padding_stats()
-            pixels[mode]["serial"] += stats.total_pixels
-            pixels[mode]["parallel"] += stats.step_pixels
+            training.add_iter_pixels(pixels[mode], data_iter)
     if pixels is not None:
-        for batch in feeds[MODES[0]]:
-            height, width = batch.data[0].shape[2:]
-            size = training.DEVICES * training.PER_DEVICE
-            pixels[MODES[0]]["serial"] += size * height * width
-            pixels[MODES[0]]["parallel"] += training.PER_DEVICE * height * width
+        training.add_stock_pixels(pixels[MODES[0]], feeds[MODES[0]])
     return feeds
 
 

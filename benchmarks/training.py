@@ -93,3 +93,18 @@ def ideal_rows(clocks, pixels, modes):
                      "of_serial_ideal": speedup / serial, "of_parallel_ideal": speedup / parallel,
                      "padded_pixels": pixels[mode]["serial"]})
     return rows
+
+
+def add_iter_pixels(pixels, data_iter):
+    """Add a per-device iterator's epoch to ``pixels``: all pixels, and the busiest device's."""
+    stats = data_iter.padding_stats()
+    pixels["serial"] += stats.total_pixels
+    pixels["parallel"] += stats.step_pixels
+
+
+def add_stock_pixels(pixels, batches):
+    """Add stock batches (one padded image shape per step) to ``pixels``."""
+    for batch in batches:
+        height, width = batch.data[0].shape[2:]
+        pixels["serial"] += DEVICES * PER_DEVICE * height * width
+        pixels["parallel"] += PER_DEVICE * height * width

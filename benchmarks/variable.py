@@ -71,14 +71,9 @@ def _feeds(mx, rng, steps, pixels):
     for mode, data_iter in iters.items():
         feeds[mode] = list(data_iter)
         if pixels is not None:
-            stats = data_iter.padding_stats()
-            pixels[mode]["serial"] += stats.total_pixels
-            pixels[mode]["parallel"] += stats.step_pixels
+            training.add_iter_pixels(pixels[mode], data_iter)
     if pixels is not None:
-        for batch in feeds[MODES[0]]:
-            height, width = batch.data[0].shape[2:]
-            pixels[MODES[0]]["serial"] += DEVICES * PER_DEVICE * height * width
-            pixels[MODES[0]]["parallel"] += PER_DEVICE * height * width
+        training.add_stock_pixels(pixels[MODES[0]], feeds[MODES[0]])
     return feeds
 
 
