@@ -4,6 +4,8 @@ Strategies, per change of both devices' shapes on 2 CPU contexts (small CNN, tra
 per-device ``Module.reshape``; the Deformable-ConvNets forks' strategy (``MutableModule``: a new
 ``Module`` bound with ``shared_module`` at every change); a full bind of a new ``Module``. Shapes
 are either never seen before, or recur (a few aspect-ratio buckets, as detection data does).
+Then, for never-seen shapes on N = 1, 2, 4, 8 contexts: the reshape with its devices on
+threads (the default), the same one device after another, and the shared-module rebind.
 """
 
 import gc
@@ -12,10 +14,12 @@ import random
 import time
 
 from mxpatch_bind._nets import per_device_spec
+from mxpatch_bind.settings import current as current_settings
 
 from . import common
 
 NAME = "reshape"
+DEVICE_COUNTS = (1, 2, 4, 8)
 LARGEST = (2, 3, 160, 160)
 BUCKETS = [(2, 3, 96, 128), (2, 3, 128, 96), (2, 3, 112, 112), (2, 3, 80, 160)]
 
@@ -62,9 +66,68 @@ def run(tiny=False, rounds=None):
             "shared-module rebind": _c_call_times(lambda: _time_rebind(
                 base, symbol, ctxs, lambda: next(fresh), changes, shared=True)),
         }
+        by_devices = {count: _by_devices(symbol, count, rounds, changes)
+                      for count in DEVICE_COUNTS}
     result = _result(scenarios, rounds, changes, tiny)
     result["c_calls_us_per_change"] = c_calls
+    result["by_devices"] = _devices_rows(by_devices)
+    result["targets"].append(_flat_target(result["by_devices"]))
     return result
+
+
+def _by_devices(symbol, count, rounds, changes):
+    """Never-seen shape changes on ``count`` contexts: threaded, serial, shared-module rebind."""
+    import mxnet as mx
+
+    import mxpatch_bind
+
+    ctxs = common.contexts(count)
+    base = mx.mod.Module(symbol, context=ctxs, logger=common.quiet_logger())
+    base.bind(*per_device_spec([LARGEST] * count))
+    base.init_params(mx.init.Xavier())
+    base.init_optimizer()
+    fresh = _fresh_shapes(random.Random(count), count)
+    threads = current_settings().reshape_threads
+
+    def reshape(threads):
+        previous = mxpatch_bind.configure(reshape_threads=threads)
+        try:
+            return _time_reshape(base, lambda: next(fresh), changes)
+        finally:
+            mxpatch_bind.configure(**previous._asdict())
+
+    cases = {"per-device reshape": lambda: reshape(threads),
+             "per-device reshape, serial": lambda: reshape(1),
+             "shared-module rebind": lambda: _time_rebind(base, symbol, ctxs, lambda: next(fresh),
+                                                          changes, shared=True)}
+    common.progress("reshape: never-seen shapes on %d contexts (%d reshape threads)"
+                    % (count, threads))
+    samples = common.interleaved(cases, rounds)
+    mx.nd.waitall()  # no queued work may outlive the module (docs/design.rst, Limits)
+    return {"threads": threads, "samples": samples}
+
+
+def _devices_rows(by_devices):
+    rows = []
+    for count, measured in by_devices.items():
+        samples = measured["samples"]
+        reshape = common.walls(samples["per-device reshape"])
+        for strategy, clocks in samples.items():
+            rows.append({"devices": count, "strategy": strategy,
+                         "threads": measured["threads"] if strategy == "per-device reshape"
+                         else 1,
+                         "ms_per_change": 1e3 * common.median(common.walls(clocks)),
+                         "spread": common.spread(common.walls(clocks)),
+                         "cost_vs_reshape": common.paired_ratio(common.walls(clocks), reshape)})
+    return rows
+
+
+def _flat_target(rows):
+    largest = max(row["devices"] for row in rows)
+    ratio = next(row["cost_vs_reshape"] for row in rows
+                 if row["devices"] == largest and row["strategy"] == "shared-module rebind")
+    return common.target("never-seen shapes on %d contexts: shared-module rebind / per-device "
+                         "reshape" % largest, ratio, ">= 1.5", ratio >= 1.5)
 
 
 # MXNet's C functions a shape change calls (some only through one strategy).
@@ -102,17 +165,17 @@ def _c_call_times(measure):
     return calls
 
 
-def _fresh_shapes(rng):
-    """Per-device shape pairs, no device shape ever repeated (within the largest shape)."""
+def _fresh_shapes(rng, count=2):
+    """Per-device shape lists, no device shape ever repeated (within the largest shape)."""
     seen = set()
     while True:
-        pair = []
-        while len(pair) < 2:
+        shapes = []
+        while len(shapes) < count:
             shape = (2, 3, rng.randint(32, LARGEST[2]), rng.randint(32, LARGEST[3]))
             if shape not in seen and shape not in BUCKETS:
                 seen.add(shape)
-                pair.append(shape)
-        yield pair
+                shapes.append(shape)
+        yield shapes
 
 
 def _recurring_shapes(rng):
@@ -183,7 +246,15 @@ def format_table(result):
     c_table = common.format_table(
         ["CPU µs per never-seen change"] + list(c_calls),
         [[name] + [c_calls[strategy].get(name, 0.0) for strategy in c_calls] for name in names])
-    return _main_table(result) + "\n\n" + c_table
+    return _main_table(result) + "\n\n" + c_table + "\n\n" + _devices_table(result)
+
+
+def _devices_table(result):
+    header = ["never seen, contexts", "strategy", "threads", "ms/change", "±", "× reshape"]
+    rows = [[r["devices"], r["strategy"], r["threads"], r["ms_per_change"],
+             "%.0f%%" % (100 * r["spread"]), r["cost_vs_reshape"]]
+            for r in result.get("by_devices", [])]
+    return common.format_table(header, rows)
 
 
 def _main_table(result):

@@ -8,7 +8,14 @@ mxpatch_bind`` does not import MXNet: the names that need it load on first use.
 import importlib
 from typing import TYPE_CHECKING
 
-from .errors import BatchError, DataSpecError, PatchError, ShapeSpecError, UnsupportedMXNetError
+from .errors import (
+    BatchError,
+    DataSpecError,
+    PatchError,
+    SettingsError,
+    ShapeSpecError,
+    UnsupportedMXNetError,
+)
 from .version import __version__
 
 if TYPE_CHECKING:
@@ -18,6 +25,7 @@ if TYPE_CHECKING:
     from .loading import image_size
     from .patching import PatchStatus, install, is_installed, patched, status, uninstall
     from .prefetch import PerDevicePrefetchingIter
+    from .settings import Settings, configure
 
 __all__ = [
     "install",
@@ -37,6 +45,9 @@ __all__ = [
     "UnsupportedMXNetError",
     "ShapeSpecError",
     "BatchError",
+    "SettingsError",
+    "configure",
+    "Settings",
     "__version__",
 ]
 
@@ -46,6 +57,7 @@ __all__ = [
 _LAZY = {"bind": "binding", "reshape": "binding", "PerDeviceIter": "io", "Input": "inputs",
          "image_size": "loading",
          "PerDevicePrefetchingIter": "prefetch",
+         "configure": "settings", "Settings": "settings",
          **dict.fromkeys(["install", "uninstall", "patched", "is_installed", "status",
                           "PatchStatus"], "patching")}
 

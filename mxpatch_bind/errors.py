@@ -1,6 +1,7 @@
 """Exceptions raised by mxpatch_bind (private module; import them from ``mxpatch_bind``)."""
 
-__all__ = ["PatchError", "UnsupportedMXNetError", "ShapeSpecError", "BatchError", "DataSpecError"]
+__all__ = ["PatchError", "UnsupportedMXNetError", "ShapeSpecError", "BatchError", "DataSpecError",
+           "SettingsError"]
 
 
 class PatchError(Exception):
@@ -70,5 +71,18 @@ class DataSpecError(PatchError, ValueError):
     --------
     >>> from mxpatch_bind import DataSpecError
     >>> issubclass(DataSpecError, ValueError)
+    True
+    """
+
+
+class SettingsError(PatchError, ValueError):
+    """A value given to :func:`mxpatch_bind.configure`, or its environment variable, is invalid.
+
+    The message names the setting, the value given and the range expected. Nothing is changed.
+
+    Examples
+    --------
+    >>> from mxpatch_bind import SettingsError
+    >>> issubclass(SettingsError, ValueError)
     True
     """

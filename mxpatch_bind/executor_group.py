@@ -33,14 +33,16 @@ from mxnet.module.executor_group import DataParallelExecutorGroup, _merge_multi_
 from mxnet.ndarray import NDArray, _ndarray_cls
 
 from . import batches, shapes
+from .parallel import call_all
+from .settings import current as current_settings
 from .shapes import DeviceShapes
 
-__all__ = ["PerDeviceExecutorGroup", "EXEC_CACHE_SIZE"]
+__all__ = ["PerDeviceExecutorGroup"]
 
-# Reshaped executors kept per device, keyed by input shapes: detection data repeats a few
-# aspect-ratio buckets, and on MXNet 1.9.1 a reshape costs nearly a simple_bind. Each cached
-# executor shares the base executor's memory, so the bound keeps memory bounded too.
-EXEC_CACHE_SIZE = 8
+# Reshaped executors are kept per device, keyed by input shapes, up to the exec_cache_size
+# setting (mxpatch_bind.configure): detection data repeats a few aspect-ratio buckets, and on
+# MXNet 1.9.1 a reshape costs nearly a simple_bind. Each cached executor shares the base
+# executor's memory, so the bound keeps memory bounded too.
 # Shapes seen once, per device (keys only). An executor enters the cache on the second sight
 # of its shape: one-off shapes then neither evict recurring ones nor cost the free of a
 # long-unused executor (measured in docs/performance.md).
@@ -49,6 +51,10 @@ SEEN_SHAPES_SIZE = 256
 # MXNet versions whose Executor.reshape / Executor.__init__ _reshape_executor was checked
 # against, line by line (1.8.0 and 1.9.1); any other falls back to Executor.reshape.
 _LEAN_RESHAPE_VERSIONS = ("1.8.", "1.9.")
+# MXNet versions whose lean reshapes were run from several threads at once and found safe:
+# outputs equal to the serial ones, no crash in stress runs (docs/concurrent_reshape.rst).
+# simple_bind is not among them: two threads in it at once abort MXNet's frontend.
+_CONCURRENT_RESHAPE_VERSIONS = ("1.9.",)
 
 # What an executor's arrays are never changes, but asking MXNet costs a C call per array
 # (shape, storage type): asked once per executor, kept as long as the executor lives.
@@ -141,15 +147,25 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
             self._default_execs = list(self.execs)
         if self._exec_cache is None:
             self._new_cache()
+        settings = current_settings()
+        wanted = [data_shapes.shapes_of(i) for i in range(len(self.execs))]
         # Build every new executor before changing anything: a failed reshape leaves
         # the group on its previous shapes.
-        new_execs = [self._exec_for(i, data_shapes) for i in range(len(self.execs))]
+        new_execs = [self._ready_exec(i, shapes) for i, shapes in enumerate(wanted)]
+        missing = [i for i, executor in enumerate(new_execs) if executor is None]
+        bases = [self._default_execs[i] for i in missing]
+        threads = settings.reshape_threads if _can_reshape_concurrently(bases) else 1
+        reshaped = call_all(_reshape_executor, [(base, wanted[i]) for base, i in
+                                                zip(bases, missing)], threads)
+        for i, executor in zip(missing, reshaped):
+            self._keep(i, wanted[i], executor, settings.exec_cache_size)
+            new_execs[i] = executor
         self.execs = new_execs
         self._commit(data_shapes)
         return None
 
-    def _exec_for(self, device, device_shapes):
-        wanted = device_shapes.shapes_of(device)
+    def _ready_exec(self, device, wanted):
+        """The executor ``device`` already has for ``wanted`` (current, base, cached), or None."""
         current = self.execs[device]
         if _input_shapes(current, wanted) == wanted:
             return current
@@ -157,21 +173,24 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         if _input_shapes(base, wanted) == wanted:
             return base
         cache = self._exec_cache[device]
-        key = tuple(sorted(wanted.items()))
+        key = _cache_key(wanted)
         if key in cache:
             cache.move_to_end(key)
             return cache[key]
-        reshaped = _reshape_executor(base, wanted)
-        if _grows(base, wanted):
+        return None
+
+    def _keep(self, device, wanted, reshaped, cache_size):
+        """Remember a freshly reshaped executor: as the new base, in the cache, or as seen."""
+        key = _cache_key(wanted)
+        if _grows(self._default_execs[device], wanted):
             # New base: later shapes up to this size are views into its memory, so memory
             # stays bounded by the largest shape seen.
             self._default_execs[device] = reshaped
-            cache.clear()
+            self._exec_cache[device].clear()
         elif key in self._seen_shapes[device]:
-            _put_bounded(cache, key, reshaped, EXEC_CACHE_SIZE)
+            _put_bounded(self._exec_cache[device], key, reshaped, cache_size)
         else:
             _put_bounded(self._seen_shapes[device], key, None, SEEN_SHAPES_SIZE)
-        return reshaped
 
     def _new_cache(self):
         self._exec_cache = [OrderedDict() for _ in self.execs]
@@ -352,8 +371,7 @@ def _reshape_executor(base, shapes):
     Upstream: mxnet.executor.Executor.reshape
     Upstream: mxnet.executor.Executor.__init__
     """
-    if (not mx.__version__.startswith(_LEAN_RESHAPE_VERSIONS)
-            or base._monitor_callback is not None or base._group2ctx):
+    if not _takes_lean_reshape(base):
         executor = base.reshape(allow_up_sizing=True, **shapes)
         _KNOWN_SHAPES[executor] = dict(shapes)
         return executor
@@ -396,6 +414,26 @@ def _reshape_executor(base, shapes):
     _ALL_DENSE[executor] = dense
     _KNOWN_SHAPES[executor] = dict(shapes)
     return executor
+
+
+def _takes_lean_reshape(base):
+    return (mx.__version__.startswith(_LEAN_RESHAPE_VERSIONS)
+            and base._monitor_callback is None and not base._group2ctx)
+
+
+def _can_reshape_concurrently(bases):
+    """Whether the reshapes from ``bases`` may run on several threads at once.
+
+    Only where it was proven (MXNet 1.9, the lean reshape, CPU contexts): a GPU's reshape
+    runs on the device its thread has selected, which no test here can check.
+    """
+    return (len(bases) > 1 and mx.__version__.startswith(_CONCURRENT_RESHAPE_VERSIONS)
+            and all(_takes_lean_reshape(base) and base._ctx.device_type == "cpu"
+                    for base in bases))
+
+
+def _cache_key(wanted):
+    return tuple(sorted(wanted.items()))
 
 
 def _put_bounded(cache, key, value, size):

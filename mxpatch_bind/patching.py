@@ -41,6 +41,7 @@ from typing import Any, Literal, NamedTuple, Optional, Tuple
 import wrapt
 
 from .errors import PatchError, UnsupportedMXNetError
+from .settings import current as current_settings
 
 __all__ = ["install", "uninstall", "patched", "is_installed", "status", "PatchStatus", "TARGETS"]
 
@@ -179,6 +180,9 @@ def install(*, force: bool = False) -> None:
         nothing is patched.
     TypeError
         ``force`` is not ``True`` or ``False``.
+    SettingsError
+        An ``MXPATCH_BIND_*`` environment variable of :func:`mxpatch_bind.configure` is not
+        an integer in range; nothing is patched.
 
     Examples
     --------
@@ -191,6 +195,7 @@ def install(*, force: bool = False) -> None:
     False
     """
     _check_flag("install", "force", force)
+    current_settings()  # a bad environment variable fails here, at start-up, not mid-training
     _wait_for_an_import_in_progress()
     with _state.lock:
         if _state.refcount > 0:

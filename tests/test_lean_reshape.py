@@ -140,13 +140,13 @@ def test_input_shapes_of_a_reshaped_executor_are_known_without_asking_mxnet(monk
 
 
 def test_the_executor_cache_keeps_exactly_its_size_dropping_the_least_recently_used():
-    cache = OrderedDict()
-    for key in range(executor_group.EXEC_CACHE_SIZE + 2):
-        executor_group._put_bounded(cache, key, None, executor_group.EXEC_CACHE_SIZE)
-    assert list(cache) == list(range(2, executor_group.EXEC_CACHE_SIZE + 2))
+    cache, size = OrderedDict(), 8
+    for key in range(size + 2):
+        executor_group._put_bounded(cache, key, None, size)
+    assert list(cache) == list(range(2, size + 2))
     cache.move_to_end(2)  # a hit makes it the most recently used
-    executor_group._put_bounded(cache, "new", None, executor_group.EXEC_CACHE_SIZE)
-    assert 3 not in cache and 2 in cache and len(cache) == executor_group.EXEC_CACHE_SIZE
+    executor_group._put_bounded(cache, "new", None, size)
+    assert 3 not in cache and 2 in cache and len(cache) == size
 
 
 def test_a_reshape_to_the_current_per_device_shapes_returns_at_once(monkeypatch):

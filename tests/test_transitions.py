@@ -3,7 +3,7 @@
 A hypothesis state machine runs random sequences of bind / reshape / forward in stock and
 per-device form, through the free functions and the patched methods, with MXNet made to
 fail at the k-th executor call (``Symbol.simple_bind``, ``Executor.reshape`` or the lean
-``_reshape_executor``). After a failure the module's class, shapes, executor group,
+``_reshape_executor``, which runs on worker threads when several devices reshape at once). After a failure the module's class, shapes, executor group,
 executors, inputs and parameters are the same objects and values as before, and a forward at
 the old shapes gives bit-identical outputs; after a success the module has the asked-for
 shapes and its outputs match a numpy reference.
@@ -11,6 +11,7 @@ shapes and its outputs match a numpy reference.
 
 import contextlib
 import os
+import threading
 
 import mxnet as mx
 import numpy as np
@@ -32,6 +33,14 @@ BIAS = RNG.uniform(-1, 1, (3,)).astype(np.float32)
 PARAMS = ({"fc_weight": mx.nd.array(WEIGHT), "fc_bias": mx.nd.array(BIAS)}, {})
 
 
+@pytest.fixture(autouse=True)
+def _two_reshape_threads():
+    """Reshape both devices on threads, as on a machine with two or more CPUs."""
+    previous = mxpatch_bind.configure(reshape_threads=2)
+    yield
+    mxpatch_bind.configure(**previous._asdict())
+
+
 class InjectedFailure(mx.base.MXNetError):
     """What the injected MXNet failure raises (an MXNetError, as out-of-memory would be)."""
 
@@ -44,12 +53,14 @@ def mxnet_fails_at(call):
         (mx.executor.Executor, "reshape"): mx.executor.Executor.reshape,
         (executor_group, "_reshape_executor"): executor_group._reshape_executor,
     }
-    count = [0]
+    count, lock = [0], threading.Lock()  # reshapes may run on several threads
 
     def counted(original):
         def call_or_fail(*args, **kwargs):
-            count[0] += 1
-            if count[0] == call:
+            with lock:
+                count[0] += 1
+                fails = count[0] == call
+            if fails:
                 raise InjectedFailure("injected failure at executor call %d" % call)
             return original(*args, **kwargs)
         return call_or_fail
