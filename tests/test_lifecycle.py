@@ -416,6 +416,29 @@ def test_uninstall_before_importing_mxnet_cancels_the_pending_install():
     assert out.split()[-1] == "ok"
 
 
+def test_a_pending_install_that_meets_an_unsupported_mxnet_is_cancelled_and_said_so():
+    out = _run_python("""
+        import warnings
+        import mxpatch_bind
+        from mxpatch_bind import patching
+        patching.check_mxnet = lambda mx: ["MXNet 0.0 is not supported"]
+        mxpatch_bind.install()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import mxnet as mx  # the import itself must not fail
+        status = mxpatch_bind.status()
+        assert (status.installed, status.pending, status.refcount) == (False, False, 0), status
+        assert not hasattr(vars(mx.mod.Module)['bind'], '__wrapped__')
+        assert [str(w.message) for w in caught if w.category is RuntimeWarning] == [
+            "mxpatch_bind cannot patch this MXNet: MXNet 0.0 is not supported. Nothing was "
+            "patched; install(force=True) patches anyway."], caught
+        mxpatch_bind.uninstall()  # nothing installed: a warning, and the count stays at 0
+        assert mxpatch_bind.status().refcount == 0
+        print('ok')
+    """)
+    assert out.split()[-1] == "ok"
+
+
 # A path finder that finds everything but MXNet: ``import mxnet`` fails as if not installed.
 _HIDE_MXNET = """
     import importlib.machinery, sys
