@@ -1,10 +1,11 @@
-"""Benchmark 4: resident memory over 1,000 random shape changes, and oneDNN's cache cap.
+"""Benchmark 4: resident memory over 1,000 random shape changes, oneDNN's cache cap, and ours.
 
 Each configuration trains a small CNN on 2 CPU contexts in its own subprocess (the oneDNN
 settings are process-wide environment variables). *Memory*: new random image sizes at every
 step; RSS sampled from /proc/self/statm; growth is the last sample over the one taken after
 the warm-up. *Speed*: the price of a cap, where it can hurt: a dozen recurring sizes per
-device (aspect-ratio buckets), whose oneDNN primitives a small cap evicts and rebuilds.
+device (aspect-ratio buckets), whose oneDNN primitives a small cap evicts and rebuilds, and
+whose executors the package's executor cache (``exec_cache_size``) keeps or reshapes again.
 """
 
 import argparse
@@ -26,6 +27,7 @@ BUCKETS = [(64, 64), (64, 96), (96, 64), (80, 120), (120, 80), (96, 96), (96, 14
            (144, 96), (112, 160), (160, 112), (128, 128), (160, 160)]
 POLICY = "MXPATCH_BIND_MKLDNN_CACHE_NUM"
 CACHE = "MXNET_MKLDNN_CACHE_NUM"
+EXEC_CACHE = "MXPATCH_BIND_EXEC_CACHE_SIZE"  # mxpatch_bind.configure(exec_cache_size=...)
 
 # name -> (module kind, environment for the subprocess, description)
 CONFIGS = {
@@ -48,6 +50,9 @@ SPEED_CONFIGS = {
     "cap 8": ("buckets", {POLICY: "8"}, "MXPATCH_BIND_..=8"),
     "cap 32": ("buckets", {POLICY: "32"}, "MXPATCH_BIND_..=32"),
     "unbounded": ("buckets", {POLICY: "keep"}, "MXPATCH_BIND_..=keep"),
+    # The executor cache (8 per device by default) against the 12 buckets: none, and all.
+    "cap 16, exec cache 0": ("buckets", {EXEC_CACHE: "0"}, "MXPATCH_BIND_EXEC_CACHE_SIZE=0"),
+    "cap 16, exec cache 16": ("buckets", {EXEC_CACHE: "16"}, "MXPATCH_BIND_EXEC_CACHE_SIZE=16"),
 }
 
 
@@ -79,7 +84,8 @@ def run(tiny=False, rounds=None):
 
 def _run_child(config, changes, warmup):
     kind, extra_env, _ = config
-    env = {key: value for key, value in os.environ.items() if key not in (POLICY, CACHE)}
+    env = {key: value for key, value in os.environ.items()
+           if key not in (POLICY, CACHE, EXEC_CACHE)}
     env.update(extra_env)
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))

@@ -214,24 +214,27 @@ def sample_size(fields, declared, index):
     return sizes[0][1]
 
 
-def pack_device(samples, declared, size, indices=None):
+def pack_device(samples, declared, size, indices=None, narrow=False):
     """Pad one device's samples into one array per input, each sample at the start of every axis.
 
     ``samples`` are tuples of arrays (from :func:`as_fields`); ``size`` is the
-    device's planned size, which every sample's size must fit in.
+    device's planned size, which every sample's size must fit in. With ``narrow``, an
+    input is packed in its samples' own dtype where that converts to the declared one
+    exactly (:func:`transfer_dtype`), for the receiver to convert.
     """
     indices = range(len(samples)) if indices is None else indices
     packed = []
     for position, one in enumerate(declared):
         arrays = [fields[position] for fields in samples]
+        dtype = transfer_dtype(one, arrays) if narrow else one.dtype
         shape = list(arrays[0].shape)
         for axis in one.variable_axes:
             shape[axis] = max(array.shape[axis] for array in arrays)
         for axis, extent in zip(one.size_axes, size):
             shape[axis] = extent
         # np.zeros gets pages the kernel has zeroed already: cheaper than filling.
-        out = (np.zeros([len(arrays)] + shape, dtype=one.dtype) if one.pad_value == 0
-               else np.full([len(arrays)] + shape, one.pad_value, dtype=one.dtype))
+        out = (np.zeros([len(arrays)] + shape, dtype=dtype) if one.pad_value == 0
+               else np.full([len(arrays)] + shape, one.pad_value, dtype=dtype))
         for row, (array, index) in enumerate(zip(arrays, indices)):
             if any(array.shape[axis] > extent for axis, extent in zip(one.size_axes, size)):
                 raise DataSpecError("sample {} input {!r} has shape {}, larger than its planned "
@@ -240,3 +243,29 @@ def pack_device(samples, declared, size, indices=None):
             out[(row,) + tuple(slice(extent) for extent in array.shape)] = array
         packed.append(out)
     return packed
+
+
+def transfer_dtype(one, arrays):
+    """The narrowest dtype that carries ``arrays`` padded with ``one.pad_value`` exactly.
+
+    The samples' own dtype (say uint8 images for float32 inputs: a quarter of the bytes) when
+    they share one that MXNet holds, that is narrower than the declared dtype, that converts
+    to it exactly (a safe cast) and that holds the pad value (-1 is no uint8); otherwise the
+    declared dtype. Worker processes send batches through fresh shared memory, whose cost
+    grows with the bytes (docs/performance.md, section 7).
+    """
+    dtypes = {array.dtype for array in arrays}
+    if len(dtypes) != 1:
+        return one.dtype
+    dtype = dtypes.pop()
+    fits = (dtype in MXNET_DTYPES and dtype.itemsize < one.dtype.itemsize
+            and np.can_cast(dtype, one.dtype, casting="safe")
+            and _holds(dtype, one.pad_value))
+    return dtype if fits else one.dtype
+
+
+def _holds(dtype, value):
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return float(value).is_integer() and info.min <= value <= info.max
+    return bool(np.asarray(value, dtype=dtype) == value)

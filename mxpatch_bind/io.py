@@ -602,9 +602,8 @@ class PerDeviceIter(CurrentBatchIter):
         return self._pending
 
     def _build_batch(self, plan, packed):
-        """The loader's per-device arrays as NDArrays (numpy ones copied once), with descs."""
-        arrays = [[array if isinstance(array, mx.nd.NDArray)
-                   else mx.nd.array(array, ctx=mx.cpu(), dtype=array.dtype) for array in device]
+        """The loader's per-device arrays as NDArrays of the declared dtypes, with descs."""
+        arrays = [[_as_declared(array, one.dtype) for one, array in zip(self._declared, device)]
                   for device in packed]
         descs = [[mx.io.DataDesc(one.name, array.shape, dtype=one.dtype,
                                  layout=one.layout or "NCHW")
@@ -617,3 +616,18 @@ class PerDeviceIter(CurrentBatchIter):
             pad=plan.pad, index=np.concatenate(plan.device_indices),
             provide_data=[device[:split] for device in descs],
             provide_label=[device[split:] for device in descs] if has_label else None)
+
+
+def _as_declared(array, dtype):
+    """``array`` as an NDArray of ``dtype``: numpy ones copied once, narrower ones converted.
+
+    Workers send inputs in their samples' narrower dtype where it converts exactly
+    (``inputs.transfer_dtype``); the copy out of shared memory converts them here.
+    """
+    if not isinstance(array, mx.nd.NDArray):
+        return mx.nd.array(array, ctx=mx.cpu(), dtype=dtype)
+    if array.dtype == dtype:
+        return array
+    converted = mx.nd.empty(array.shape, ctx=mx.cpu(), dtype=dtype)
+    array.copyto(converted)  # MXNet converts between dtypes as it copies
+    return converted

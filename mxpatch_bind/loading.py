@@ -67,7 +67,10 @@ class PerDevicePacker:
 
     In worker processes (``in_shared_memory``) the arrays become NDArrays in shared
     CPU memory, as gluon's own multiprocess batchify makes them, so that they reach
-    the main process as file descriptors instead of being pickled through a pipe.
+    the main process as file descriptors instead of being pickled through a pipe. They
+    are packed in the samples' own dtype where that is narrower and converts exactly
+    (:func:`mxpatch_bind.inputs.transfer_dtype`): fresh shared memory costs per byte, and
+    the receiver converts to the declared dtype in the copy it makes anyway.
     """
 
     def __init__(self, declared, num_devices, in_shared_memory=False):
@@ -83,12 +86,15 @@ class PerDevicePacker:
         for samples in per_device:
             slots = [slot for slot, _ in samples]
             packed.append(_inputs.pack_device([fields for _, fields in samples], self._declared,
-                                              slots[0].size, [slot.sample for slot in slots]))
+                                              slots[0].size, [slot.sample for slot in slots],
+                                              narrow=self._in_shared_memory))
         if self._in_shared_memory:
             import mxnet as mx
             shared = mx.Context("cpu_shared", 0)
-            packed = [[mx.nd.array(array, ctx=shared, dtype=array.dtype) for array in device]
-                      for device in packed]
+            # An empty array (a device whose images all have no boxes) stays numpy: MXNet
+            # 1.9 segfaults sharing a zero-size NDArray, and it costs nothing to pickle.
+            packed = [[mx.nd.array(array, ctx=shared, dtype=array.dtype) if array.size
+                       else array for array in device] for device in packed]
         return packed
 
 

@@ -203,3 +203,80 @@ def test_a_sample_larger_than_its_planned_size_fails_naming_it():
     with pytest.raises(DataSpecError, match=r"sample 3 input 'data' has shape .*, larger than its "
                                             "planned size"):
         list(it)
+
+
+class DecodingBytes(Decoding):
+    """Samples as decoders give them: uint8 images and label maps, int64 class ids."""
+
+    def __getitem__(self, index):
+        image, boxes = super().__getitem__(index)
+        label_map = (image[0] % 7).astype(np.uint8)
+        return image.astype(np.uint8), label_map, boxes.astype(np.int64)
+
+
+BYTE_INPUTS = dict(inputs=[IMAGE], label_inputs=[
+    Input("seg_label", size_axes=(0, 1), pad_value=255),
+    Input("gt_boxes", variable_axes=(0,), pad_value=-1)])
+
+
+def test_workers_send_narrow_samples_and_give_the_declared_dtypes_bit_for_bit():
+    sizes = random_sizes(21, seed=2)
+    dataset = DecodingBytes(sizes, seed=2)
+    serial = lazy_iter(dataset, sizes=sizes, num_workers=0, **BYTE_INPUTS)
+    workers = lazy_iter(dataset, sizes=sizes, num_workers=2, **BYTE_INPUTS)
+    got = [epochs(serial, 1), epochs(workers, 1)]
+    assert_equal_epochs(*got)
+    assert {array.dtype for _, arrays in got[1][0] for array in arrays} == {np.dtype("float32")}
+    batch = lazy_iter(dataset, sizes=sizes, num_workers=2, **BYTE_INPUTS).next()
+    assert all(a.context == mx.cpu() for device in batch.data for a in device)
+
+
+def test_the_worker_packer_narrows_only_where_the_conversion_is_exact():
+    from mxpatch_bind.loading import PerDevicePacker, Slot
+    declared = [IMAGE, Input("seg_label", size_axes=(0, 1), pad_value=255),
+                Input("gt_boxes", variable_axes=(0,), pad_value=-1)]
+    sample = DecodingBytes([(5, 6)] * 2)[1]  # sample 1 has a box
+    packer = PerDevicePacker(declared, num_devices=1, in_shared_memory=True)
+    packed = packer([(Slot(0, 1, (5, 6)), sample)])
+    # uint8 image: narrow; uint8 map padded 255: narrow; int64 boxes: wider than float32, and
+    # int64 -> float32 is not exact either.
+    assert [array.dtype for array in packed[0]] == [np.uint8, np.uint8, np.float32]
+    assert all(array.context == mx.Context("cpu_shared", 0) for array in packed[0])
+
+
+@pytest.mark.parametrize("samples, pad_value, expected", [
+    ([np.zeros(2, np.uint8)], 0, np.uint8),
+    ([np.zeros(2, np.uint8)], 255, np.uint8),
+    ([np.zeros(2, np.uint8)], -1, np.float32),  # -1 is no uint8
+    ([np.zeros(2, np.uint8)], 0.5, np.float32),
+    ([np.zeros(2, np.int8)], -1, np.int8),
+    ([np.zeros(2, np.float16)], 0.5, np.float16),
+    ([np.zeros(2, np.int32)], 0, np.float32),  # int32 -> float32 rounds large values
+    ([np.zeros(2, np.float64)], 0, np.float32),  # wider than declared
+    ([np.zeros(2, np.uint16)], 0, np.float32),  # not a dtype MXNet holds
+    ([np.zeros(2, np.uint8), np.zeros(2, np.int8)], 0, np.float32),  # no common dtype
+])
+def test_transfer_dtype(samples, pad_value, expected):
+    from mxpatch_bind.inputs import transfer_dtype
+    one = Input("x", size_axes=(0,), pad_value=pad_value)
+    assert transfer_dtype(one, samples) == expected
+
+
+class NoBoxesOnSomeImages(Decoding):
+    """Every third image has no boxes, and so do both images of some devices."""
+
+    def __getitem__(self, index):
+        image, boxes = super().__getitem__(index)
+        return image, boxes[:0] if index % 3 else boxes
+
+
+def test_a_device_whose_images_have_no_boxes_crosses_from_workers_unharmed():
+    # MXNet segfaults sharing a zero-size NDArray: such arrays must not be put in shared memory.
+    sizes = random_sizes(12, seed=4)
+    dataset = NoBoxesOnSomeImages(sizes, seed=4)
+    serial = lazy_iter(dataset, sizes=sizes, num_workers=0)
+    workers = lazy_iter(dataset, sizes=sizes, num_workers=2)
+    got = [epochs(serial, 1), epochs(workers, 1)]
+    empty = [arrays[2:] for _, arrays in got[0][0]]
+    assert any(box.shape[1] == 0 for device in empty for box in device)
+    assert_equal_epochs(got[0], got[1])
