@@ -59,6 +59,27 @@ def test_a_forward_with_new_shapes_builds_its_spec_without_parsing(parses):
     assert parses[0] == 0
 
 
+@pytest.mark.parametrize("layout, device_shapes, flat_shape", [
+    ("NC", [(1, 3), (2, 3)], (3, 3)),
+    ("TNC", [(5, 1, 3), (5, 2, 3)], (5, 3, 3)),  # the batch axis is 1
+], ids=["NC", "TNC"])
+def test_a_flat_batch_that_fits_the_devices_merged_shapes_reshapes_nothing(
+        parses, layout, device_shapes, flat_shape):
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(mx.sym.sum(data, axis=0) if layout == "TNC" else data,
+                                num_hidden=2, name="fc")
+    mod = mx.mod.Module(net, label_names=None, context=CONTEXTS)
+    mxpatch_bind.bind(mod, [[mx.io.DataDesc("data", s, layout=layout)] for s in device_shapes],
+                      for_training=False)
+    mod.init_params()
+    execs = list(mod._exec_group.execs)
+    parses[0] = 0
+    mod.forward(mx.io.DataBatch(data=[mx.nd.ones(flat_shape)]), is_train=False)
+    assert parses[0] == 0 and mod._exec_group.execs == execs
+    assert [[d.shape for d in device] for device in mod.data_shapes] == \
+        [[s] for s in device_shapes]
+
+
 def test_a_parsed_spec_for_another_module_is_refused():
     mod = mx.mod.Module(NET, label_names=None, context=CONTEXTS)
     spec = shapes.parse_device_shapes([[("data", (1, 3))]] * 3, None, ["data"], [], 3)

@@ -242,6 +242,15 @@ def test_the_largest_tensor_mxnet_holds_is_what_the_parser_accepts():
     assert spec.data[0][0].shape == (2 ** 31 - 1,)
 
 
+@pytest.mark.parametrize("data_shapes", [{"data": (2, 3)}, "data", None])
+def test_the_parser_refuses_data_shapes_that_are_no_list_of_devices(data_shapes):
+    # bind and reshape send such specs to stock MXNet; the parser itself still says what it is.
+    with pytest.raises(ShapeSpecError) as raised:
+        shapes.parse_device_shapes(data_shapes, None, ["data"], [], 2)
+    assert str(raised.value) == "data_shapes must be %s; got %r" % (shapes._SPEC_FORM,
+                                                                     data_shapes)
+
+
 def test_shape_spec_error_is_a_value_error_and_a_patch_error():
     assert issubclass(ShapeSpecError, ValueError)
     assert issubclass(ShapeSpecError, mxpatch_bind.PatchError)
