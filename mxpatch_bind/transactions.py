@@ -89,10 +89,12 @@ def _snapshot(obj, objects, containers):
 def _save_contents(value, containers, depth):
     if depth == 0 or not isinstance(value, (list, dict)) or id(value) in containers:
         return
+    # A copy keeps the order too (an OrderedDict's LRU order is part of its state).
     items = list(value) if isinstance(value, list) else list(value.items())
     containers[id(value)] = (value, items)
-    for item in (value if isinstance(value, list) else value.values()):
-        _save_contents(item, containers, depth - 1)
+    if depth > 1:  # the last level's items are kept, not entered: a seen-shapes table is long
+        for item in (value if isinstance(value, list) else value.values()):
+            _save_contents(item, containers, depth - 1)
 
 
 def _refill(container, contents):
