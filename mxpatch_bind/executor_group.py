@@ -135,7 +135,9 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         Per device, only the devices whose shapes changed are reshaped, from the first-bound
         (base) executors as stock does. A shape with more elements than the base executor's
         becomes the new base, so memory stays bounded by the largest shape seen; shapes seen
-        twice or more come from a small per-device cache and cost no reshape at all.
+        twice or more come from a small per-device cache (``exec_cache_size``) and cost no
+        reshape at all. The devices that do need a reshape run it at once on
+        ``reshape_threads`` threads where that is safe (:func:`mxpatch_bind.configure`).
         """
         if not isinstance(data_shapes, DeviceShapes):
             if self._exec_cache is not None:
