@@ -5,6 +5,7 @@ the user keeps), no live wrapper of ours reachable from it, and status() telling
 """
 
 import functools
+import logging
 import re
 import warnings
 
@@ -264,16 +265,22 @@ def test_forced_uninstall_keeps_the_decorator_and_switches_ours_inside_it_off():
     assert_nothing_of_ours_is_live()
 
 
-def test_after_a_forced_uninstall_the_dead_wrapper_can_be_taken_out_once_uncovered():
+def test_after_a_forced_uninstall_the_dead_wrapper_can_be_taken_out_once_uncovered(caplog):
     mxpatch_bind.install()
     plain = _decorate_with_functools_wraps(mx.mod.Module, "bind")
     with pytest.warns(RuntimeWarning):
         mxpatch_bind.uninstall(force=True)
     mx.mod.Module.bind = plain.__wrapped__  # the user drops their decorator
+    dead = vars(mx.mod.Module)["bind"]  # the wrapper itself, not a bound one
     assert "switched off" in mxpatch_bind.status().foreign_wrappers[0]
-    mxpatch_bind.uninstall(force=True)
+    with caplog.at_level(logging.INFO, logger="mxpatch_bind.patching"):
+        mxpatch_bind.uninstall(force=True)
     assert_originals_restored()
     assert mxpatch_bind.status().foreign_wrappers == ()
+    taken = [r.getMessage() for r in caplog.records if "took a switched-off" in r.getMessage()]
+    assert taken == ["mxpatch_bind.uninstall(force=True): took a switched-off wrapper an "
+                     "mxpatch_bind %s at 0x%x running mxpatch_bind.binding.bind_wrapper out of "
+                     "mxnet.module.module.Module.bind" % (type(dead).__name__, id(dead))]
 
 
 def test_a_non_wrapt_decorator_on_a_target_other_than_bind_is_refused_too():
