@@ -55,6 +55,10 @@ _LEAN_RESHAPE_VERSIONS = ("1.8.", "1.9.")
 # outputs equal to the serial ones, no crash in stress runs (docs/concurrent_reshape.rst).
 # simple_bind is not among them: two threads in it at once abort MXNet's frontend.
 _CONCURRENT_RESHAPE_VERSIONS = ("1.9.",)
+# Fewer never-seen reshapes than this run on the calling thread: on 2 cores the thread
+# hand-offs cost about what overlapping 2 or 3 reshapes saves (python -m benchmarks reshape,
+# docs/performance.md section 3: threads gained 1-8 % at 4 devices, 17-19 % at 8, lost at 2).
+_MIN_CONCURRENT_RESHAPES = 4
 
 # What an executor's arrays are never changes, but asking MXNet costs a C call per array
 # (shape, storage type): asked once per executor, kept as long as the executor lives.
@@ -424,12 +428,14 @@ def _takes_lean_reshape(base):
 
 
 def _can_reshape_concurrently(bases):
-    """Whether the reshapes from ``bases`` may run on several threads at once.
+    """Whether the reshapes from ``bases`` run on several threads at once.
 
     Only where it was proven (MXNet 1.9, the lean reshape, CPU contexts): a GPU's reshape
-    runs on the device its thread has selected, which no test here can check.
+    runs on the device its thread has selected, which no test here can check. And only
+    for enough of them to pay for the hand-offs.
     """
-    return (len(bases) > 1 and mx.__version__.startswith(_CONCURRENT_RESHAPE_VERSIONS)
+    return (len(bases) >= _MIN_CONCURRENT_RESHAPES
+            and mx.__version__.startswith(_CONCURRENT_RESHAPE_VERSIONS)
             and all(_takes_lean_reshape(base) and base._ctx.device_type == "cpu"
                     for base in bases))
 

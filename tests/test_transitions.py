@@ -3,7 +3,8 @@
 A hypothesis state machine runs random sequences of bind / reshape / forward in stock and
 per-device form, through the free functions and the patched methods, with MXNet made to
 fail at the k-th executor call (``Symbol.simple_bind``, ``Executor.reshape`` or the lean
-``_reshape_executor``, which runs on worker threads when several devices reshape at once). After a failure the module's class, shapes, executor group,
+``_reshape_executor``, which runs on worker threads when several devices reshape at
+once). After a failure the module's class, shapes, executor group,
 executors, inputs and parameters are the same objects and values as before, and a forward at
 the old shapes gives bit-identical outputs; after a success the module has the asked-for
 shapes and its outputs match a numpy reference.
@@ -34,8 +35,10 @@ PARAMS = ({"fc_weight": mx.nd.array(WEIGHT), "fc_bias": mx.nd.array(BIAS)}, {})
 
 
 @pytest.fixture(autouse=True)
-def _two_reshape_threads():
-    """Reshape both devices on threads, as on a machine with two or more CPUs."""
+def _two_reshape_threads(monkeypatch):
+    """Reshape both devices on threads (as 4 or more devices do on 2 or more CPUs), so that
+    failures are injected on worker threads too."""
+    monkeypatch.setattr(executor_group, "_MIN_CONCURRENT_RESHAPES", 2)
     previous = mxpatch_bind.configure(reshape_threads=2)
     yield
     mxpatch_bind.configure(**previous._asdict())
