@@ -24,9 +24,11 @@ _TRACKED = (BaseModule, DataParallelExecutorGroup)
 # Containers that transitions change in place rather than replace, and how deep: stock
 # bind_exec sets execs[i]; the per-device group sets _default_execs[i] and fills its
 # per-device executor caches; switch_bucket adds to _buckets. Everything else a transition
-# changes, it assigns (restored from the attribute copy).
-_CHANGED_IN_PLACE = {"execs": 1, "_default_execs": 1, "_exec_cache": 2, "_seen_shapes": 2,
-                     "_buckets": 1}
+# changes, it assigns (restored from the attribute copy). Not the group's _seen_shapes: up to
+# 256 shape keys per device that only decide when a shape enters the executor cache, filled
+# only once every device's reshape has succeeded; copying them before every reshape cost more
+# than the rest of a recurring shape's reshape.
+_CHANGED_IN_PLACE = {"execs": 1, "_default_execs": 1, "_exec_cache": 2, "_buckets": 1}
 
 # ids of the objects recorded by the transactions running in this thread: a transition
 # nested in another (a reshape inside a free function's call) is covered by the outer one.

@@ -231,3 +231,29 @@ def test_a_forked_child_reshapes_on_threads_of_its_own():
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "child exit 0" in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_failed_reshape_leaves_the_seen_shapes_and_the_cache_untouched(threads, monkeypatch):
+    # The transaction does not copy the seen-shape tables (too long to copy per reshape):
+    # they must change only after every device's reshape has succeeded.
+    mxpatch_bind.configure(reshape_threads=threads)
+    mod = trained_module()
+    for shapes in never_seen_shapes(3, seed=5) * 2:  # seen twice: cached
+        mxpatch_bind.reshape(mod, *per_device_spec(shapes))
+    group = mod._exec_group
+    before = ([list(seen.items()) for seen in group._seen_shapes],
+              [list(cache.items()) for cache in group._exec_cache])
+    original, calls = executor_group._reshape_executor, []
+
+    def fails_on_the_last_call(base, shapes):
+        calls.append(base)
+        if len(calls) == len(CONTEXTS):
+            raise InjectedFailure("injected failure")
+        return original(base, shapes)
+
+    monkeypatch.setattr(executor_group, "_reshape_executor", fails_on_the_last_call)
+    with pytest.raises(InjectedFailure):
+        mxpatch_bind.reshape(mod, *per_device_spec(never_seen_shapes(1, seed=6)[0]))
+    assert ([list(seen.items()) for seen in group._seen_shapes],
+            [list(cache.items()) for cache in group._exec_cache]) == before
