@@ -2,10 +2,12 @@
 
 Each check prints one line, ``ok``, ``warn`` or ``FAIL`` and what it found: the versions of
 Python, numpy, wrapt and MXNet with a verdict each, which distribution installed MXNet,
-MXNet's build features, the GPUs it sees, foreign patches, and a self-test. The exit status
-is 0 when no check failed (warnings allowed), 1 otherwise. The self-test binds a small conv
-net per device with a different image size on each device, on two GPUs when MXNet sees two,
-one GPU and the CPU when it sees one, else ``cpu(0), cpu(1)``, and compares each device's
+MXNet's build features, the GPUs it sees, foreign patches, the settings of
+:func:`mxpatch_bind.configure` (a bad ``MXPATCH_BIND_*`` variable fails), and a self-test.
+The exit status is 0 when no check failed (warnings allowed), 1 otherwise. The self-test
+binds a small conv net per device with a different image size on each device, on two GPUs
+when MXNet sees two, one GPU and the CPU when it sees one, else ``cpu(0), cpu(1)``, and
+compares each device's
 outputs and gradients with a stock one-context module bound to that device's shapes.
 
 Examples
@@ -24,9 +26,10 @@ Examples
           enabled: BLAS_OPEN, CPU_SSE, ..., MKLDNN, OPENMP, ...
     ok    gpus: none (a CPU build of MXNet)
     ok    foreign patches: none on Module.bind, Module.reshape, BucketingModule.bind
+    ok    settings: exec_cache_size=8, reshape_threads=2 (defaults)
     ok    self-test: per-device outputs and gradients equal stock one-context modules ...
     ok    restored: Module.bind, Module.reshape, BucketingModule.bind are the objects ...
-    all 11 checks passed
+    all 12 checks passed
 """
 
 import glob
@@ -37,6 +40,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ._cli_types import Parser
 from ._nets import conv_classifier
+from .errors import PatchError
 from .version import __version__
 
 __all__ = ["main", "self_test_contexts"]
@@ -131,6 +135,7 @@ def run_checks() -> Iterator[Check]:
     gpus, check = check_gpus(mx)
     yield check
     yield check_foreign_patches()
+    yield check_settings()
     if not supported.passed:
         yield Check("self-test", "FAIL", "not run: mxpatch_bind refuses this MXNet (see above)")
         return
@@ -337,6 +342,20 @@ def check_foreign_patches() -> Check:
     if found:
         return Check("foreign patches", "FAIL", "something else patched MXNet", found)
     return Check("foreign patches", "ok", "none on %s" % _method_names())
+
+
+def check_settings() -> Check:
+    """The settings of :func:`mxpatch_bind.configure` in force, and their variables."""
+    from . import settings
+    variables = [name for name in (settings.EXEC_CACHE_SIZE_VARIABLE,
+                                   settings.RESHAPE_THREADS_VARIABLE) if name in os.environ]
+    try:
+        current = settings.current()
+    except PatchError as error:
+        return Check("settings", "FAIL", "%s; install() would refuse it" % error)
+    return Check("settings", "ok", "exec_cache_size=%d, reshape_threads=%d (%s)" % (
+        current.exec_cache_size, current.reshape_threads,
+        "from " + ", ".join(variables) if variables else "defaults"))
 
 
 def check_self_test(mx: Any, devices: Sequence[Tuple[str, int]]) -> Check:

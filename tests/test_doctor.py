@@ -16,7 +16,7 @@ from mxpatch_bind import doctor
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECKS = ("python", "numpy", "wrapt", "mxnet", "distribution", "supported", "features", "gpus",
-          "foreign patches", "self-test", "restored")
+          "foreign patches", "settings", "self-test", "restored")
 
 
 def run_doctor(**env):
@@ -41,7 +41,22 @@ def test_doctor_passes_every_check_on_this_machine():
     assert "ok    mxnet: %s at " % mx.__version__ in result.stdout
     assert "ok    numpy: %s (< 1.24" % np.__version__ in result.stdout
     assert "ok    python: %d.%d.%d" % sys.version_info[:3] in result.stdout
-    assert "all 11 checks passed\n" in result.stdout
+    assert "all 12 checks passed\n" in result.stdout
+    assert "ok    settings: exec_cache_size=8, reshape_threads=" in result.stdout
+
+
+def test_doctor_fails_on_a_bad_settings_variable_naming_it():
+    result = run_doctor(MXPATCH_BIND_EXEC_CACHE_SIZE="lots")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert ("FAIL  settings: the environment variable MXPATCH_BIND_EXEC_CACHE_SIZE='lots' sets "
+            "exec_cache_size; expected an integer >= 0; install() would refuse it"
+            in result.stdout), result.stdout
+
+
+def test_doctor_says_which_settings_variables_it_read():
+    result = run_doctor(MXPATCH_BIND_RESHAPE_THREADS="3")
+    assert "ok    settings: exec_cache_size=8, reshape_threads=3 (from " \
+        "MXPATCH_BIND_RESHAPE_THREADS)" in result.stdout, result.stdout
 
 
 def test_doctor_keeps_mxnets_subgraph_log_out_of_its_output():
