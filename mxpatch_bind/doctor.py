@@ -7,8 +7,8 @@ MXNet's build features, the GPUs it sees, foreign patches, the settings of
 The exit status is 0 when no check failed (warnings allowed), 1 otherwise. The self-test
 binds a small conv net per device with a different image size on each device, on two GPUs
 when MXNet sees two, one GPU and the CPU when it sees one, else ``cpu(0), cpu(1)``, and
-compares each device's
-outputs and gradients with a stock one-context module bound to that device's shapes.
+compares each device's outputs and gradients with a stock one-context module bound to that
+device's shapes.
 
 Examples
 --------
