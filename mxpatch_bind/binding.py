@@ -498,7 +498,8 @@ def _spec_for_batch(module, checked):
     if checked.label_shapes is not None:
         label = _descs_for(module, "label", checked.label_shapes, checked.provide_label)
     spec = DeviceShapes(data, label)
-    shapes.check_layouts_agree(spec)  # provide_data DataDescs may bring layouts
+    shapes.check_layouts_agree(spec)  # provide_data DataDescs may bring layouts and dtypes
+    shapes.check_dtypes_agree(spec)
     batches.check_batch_sizes(spec)
     return spec
 

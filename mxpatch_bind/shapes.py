@@ -15,8 +15,8 @@ from collections import namedtuple
 from .errors import ShapeSpecError
 
 __all__ = ["STOCK", "PER_DEVICE", "DEVICE_LISTS", "BATCH_LIST", "MAX_DIM", "spec_form",
-           "batch_form", "parse_device_shapes", "check_layouts_agree", "max_elements",
-           "DeviceShapes"]
+           "batch_form", "parse_device_shapes", "check_layouts_agree", "check_dtypes_agree",
+           "max_elements", "DeviceShapes"]
 
 STOCK = "stock"
 PER_DEVICE = "per-device"
@@ -228,6 +228,7 @@ def parse_device_shapes(data_shapes, label_shapes, data_names, label_names, num_
     label = _parse_labels(label_shapes, label_names, num_devices)
     spec = DeviceShapes(data, label)
     check_layouts_agree(spec)
+    check_dtypes_agree(spec)
     _check_batch_sizes(spec)
     return spec
 
@@ -398,6 +399,34 @@ def check_layouts_agree(spec):
                     raise ShapeSpecError(
                         "%s[%d] gives %r the layout %r, whose batch axis %d is outside the "
                         "shape %r" % (what, index, desc.name, desc.layout, axis, desc.shape))
+
+
+def check_dtypes_agree(spec):
+    """Every device holds each input in the same dtype, as one flat stock spec does.
+
+    The devices share parameters, and their gradients are summed: a device computing in
+    another precision than the others would train silently differently.
+
+    Examples
+    --------
+    >>> from mxnet.io import DataDesc
+    >>> spec = DeviceShapes([[DataDesc('data', (2, 3))], [DataDesc('data', (3, 3), 'float16')]],
+    ...                     None)
+    >>> try:
+    ...     check_dtypes_agree(spec)
+    ... except ShapeSpecError as error:
+    ...     print(error)  # doctest: +ELLIPSIS
+    data_shapes[1] gives 'data' the dtype float16 but device 0 gives float32; ...
+    """
+    import numpy as np
+    for what, devices in (("data_shapes", spec.data), ("label_shapes", spec.label or [])):
+        for index, descs in enumerate(devices):
+            for desc, first in zip(descs, devices[0]):
+                if np.dtype(desc.dtype) != np.dtype(first.dtype):
+                    raise ShapeSpecError(
+                        "%s[%d] gives %r the dtype %s but device 0 gives %s; every device must "
+                        "hold an input in the same dtype" % (
+                            what, index, desc.name, np.dtype(desc.dtype), np.dtype(first.dtype)))
 
 
 def _check_batch_sizes(spec):

@@ -320,3 +320,18 @@ def test_the_executor_group_checks_a_per_device_batch_given_to_it_directly():
     with pytest.raises(mxpatch_bind.BatchError, match="batch device 1 has no labels"):
         group.forward(one_device_labelled, is_train=False)
     assert_same_state(module_state(mod), before)
+
+
+def test_a_batch_whose_provide_data_gives_the_devices_different_dtypes_is_refused(mod):
+    # A device computing in float64 beside float32 ones would train silently differently.
+    new_shapes = [(2, 3, 6, 6), (1, 3, 8, 8)]
+    data, label = arrays(new_shapes, seed=3)
+    provide = [[mx.io.DataDesc("data", s, np.float32 if i == 0 else np.float64)]
+               for i, s in enumerate(new_shapes)]
+    before = module_state(mod)
+    with pytest.raises(mxpatch_bind.ShapeSpecError,
+                       match="data_shapes\\[1\\] gives 'data' the dtype float64 but device 0 "
+                             "gives float32"):
+        mod.forward(make_batch("device-lists", data, label, provide_data=provide),
+                    is_train=True)
+    assert_same_state(before, module_state(mod))
