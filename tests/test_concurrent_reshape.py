@@ -104,6 +104,15 @@ def test_the_setting_decides_whether_reshapes_leave_the_calling_thread(threads, 
     assert (threading.get_ident() not in seen) == on_workers
 
 
+def test_six_never_seen_reshapes_run_on_the_pool_too(monkeypatch):
+    mxpatch_bind.configure(reshape_threads=2)
+    mod = mx.mod.Module(conv_net(), context=[mx.cpu(i) for i in range(6)])
+    mxpatch_bind.bind(mod, *per_device_spec([LARGEST] * 6))
+    seen = record_reshape_threads(monkeypatch)
+    mxpatch_bind.reshape(mod, *per_device_spec([(1, 3, 11, 11 - i) for i in range(6)]))
+    assert len(seen) == 6 and threading.get_ident() not in seen
+
+
 def test_fewer_than_four_never_seen_reshapes_stay_on_the_calling_thread(monkeypatch):
     # Measured: the hand-offs cost what overlapping 2 or 3 reshapes saves on 2 cores.
     mxpatch_bind.configure(reshape_threads=4)
