@@ -291,10 +291,17 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
 
     def backward(self, out_grads=None):
         """Backward on every device; ``out_grads`` is merged (stock) or one list per device."""
-        if not self.per_device or not out_grads or not isinstance(out_grads[0], (list, tuple)):
+        per_device = [isinstance(grads, (list, tuple)) for grads in out_grads or []]
+        if not self.per_device or not any(per_device):
             return super().backward(out_grads)
         if not self.for_training:
             raise RuntimeError("re-bind with for_training=True to run backward")
+        if not all(per_device):
+            # An array where a device's list belongs would be iterated row by row.
+            raise ValueError("out_grads mixes per-device lists and arrays: entry %d is a %s; "
+                             "give one list of arrays per device, or merged arrays only"
+                             % (per_device.index(False),
+                                type(out_grads[per_device.index(False)]).__name__))
         if len(out_grads) != len(self.execs):
             raise ValueError("out_grads has %d per-device entries but the module has %d "
                              "devices" % (len(out_grads), len(self.execs)))

@@ -97,3 +97,25 @@ def test_a_parsed_spec_for_another_module_is_refused():
 ])
 def test_batch_form_tells_the_three_forms_apart(batch, form):
     assert shapes.batch_form(batch) == form
+
+
+class OwnBind(mx.mod.Module):
+    """A subclass with its own bind, as SVRGModule has: it reaches Module.bind via super()."""
+
+    def bind(self, *args, **kwargs):
+        self.own_bind_ran = True
+        return super().bind(*args, **kwargs)
+
+
+@pytest.mark.parametrize("cls, installs", [(mx.mod.Module, 0), (OwnBind, 1)],
+                         ids=["plain", "own-bind"])
+def test_the_free_bind_patches_only_for_a_subclass_with_its_own_bind(cls, installs,
+                                                                      monkeypatch):
+    from mxpatch_bind import patching
+    calls, install = [], patching.install
+    monkeypatch.setattr(patching, "install", lambda **kw: (calls.append(kw), install(**kw)))
+    mod = cls(NET, label_names=None, context=CONTEXTS)
+    mxpatch_bind.bind(mod, SPEC)
+    assert len(calls) == installs and not mxpatch_bind.is_installed()
+    assert [[d.shape for d in device] for device in mod.data_shapes] == [[(1, 3)], [(2, 3)]]
+    assert getattr(mod, "own_bind_ran", False) == (cls is OwnBind)

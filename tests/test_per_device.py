@@ -247,6 +247,21 @@ def test_per_device_out_grads_for_too_few_devices_are_refused_by_count():
         mod.backward([[mx.nd.ones(first.shape)]])
 
 
+@pytest.mark.parametrize("lists_first", [True, False])
+def test_out_grads_that_mix_device_lists_and_arrays_are_refused(lists_first):
+    symbol = conv_features()
+    mod = mx.mod.Module(symbol, label_names=None, context=device_contexts())
+    mxpatch_bind.bind(mod, *per_device_spec(SHAPES[:2], labels=False))
+    mod.set_params(*fixed_params(symbol, SHAPES[0]))
+    mod.forward(mx.io.DataBatch(device_batch(device_pairs(SHAPES[:2])).data), is_train=True)
+    outputs = mod.get_outputs(False)[0]
+    grads = [[mx.nd.ones(outputs[0].shape)], mx.nd.ones(outputs[1].shape)]
+    out_grads, array_at = (grads, 1) if lists_first else ([grads[1], grads[0]], 0)
+    with pytest.raises(ValueError, match="^out_grads mixes per-device lists and arrays: entry "
+                                         "%d is a NDArray;" % array_at):
+        mod.backward(out_grads)
+
+
 def test_update_metric_takes_per_device_labels_in_both_batch_forms():
     symbol = conv_net()
     mod = bound_module(symbol, SHAPES[:2], fixed_params(symbol, SHAPES[0]))
