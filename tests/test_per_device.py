@@ -436,3 +436,24 @@ def test_a_stock_bound_module_fed_pre_sliced_batches_of_other_shapes_goes_per_de
     for device, (data, label) in enumerate(pairs):
         reference, _ = single_device_reference(symbol, params, data, label, for_training=False)
         assert np.array_equal(outputs[device].asnumpy(), reference[0])
+
+
+def test_a_reshape_back_to_stock_form_reports_stock_shapes_everywhere():
+    symbol = conv_net()
+    mod = bound_module(symbol, SHAPES[:2], fixed_params(symbol, SHAPES[0]))
+    stock = mx.mod.Module(symbol, context=device_contexts())
+    stock.bind([("data", (4, 3, 8, 8))], [("softmax_label", (4,))])
+    mod.reshape([("data", (4, 3, 8, 8))], [("softmax_label", (4,))])
+    assert not mxpatch_bind.binding.is_per_device(mod)
+    assert mod.output_shapes == stock.output_shapes == [("softmax_output", (4, 3))]
+    assert mod.data_shapes == stock.data_shapes
+
+
+def test_a_one_context_group_checks_a_labelled_batch_given_to_it_directly():
+    symbol = conv_net()
+    mod = bound_module(symbol, SHAPES[:1], fixed_params(symbol, SHAPES[0]))
+    pairs = device_pairs(SHAPES[:1])
+    mod._exec_group.forward(device_batch(pairs), is_train=False)  # the group checks it itself
+    ref, _ = single_device_reference(symbol, fixed_params(symbol, SHAPES[0]), *pairs[0],
+                                     for_training=False)
+    assert np.array_equal(mod._exec_group.execs[0].outputs[0].asnumpy(), ref[0])
