@@ -157,3 +157,15 @@ def test_a_reshape_to_the_current_per_device_shapes_returns_at_once(monkeypatch)
     monkeypatch.setattr(group, "_commit", lambda spec: commits.append(spec))
     mxpatch_bind.reshape(mod, *per_device_spec([BASE_SHAPE, (1, 3, 8, 8)]))
     assert commits == []  # nothing recomputed, not even the arrays' lists
+
+
+def test_the_seen_shapes_table_keeps_the_last_256_shapes_of_each_device():
+    # Shapes seen once are remembered (keys only) so that a second sight admits them to the
+    # executor cache; the table is bounded, dropping the oldest.
+    net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
+    mod = mx.mod.Module(net, label_names=None, context=[mx.cpu(0)])
+    mxpatch_bind.bind(mod, [[("data", (300, 2))]], for_training=False)
+    for rows in range(1, 300):
+        mxpatch_bind.reshape(mod, [[("data", (rows, 2))]])
+    seen = [dict(key)["data"][0] for key in mod._exec_group._seen_shapes[0]]
+    assert seen == list(range(299 - 256 + 1, 300))
