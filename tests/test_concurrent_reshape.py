@@ -23,6 +23,9 @@ from nets import (assert_same_state, conv_net, device_batch, device_pairs, fixed
 
 CONTEXTS = [mx.cpu(i) for i in range(4)]
 LARGEST = (2, 3, 12, 12)
+# Where threads were proven safe (MXNet 1.9); elsewhere (the nox run on 1.6.0) every
+# expectation below is the serial one.
+CONCURRENT = mx.__version__.startswith(executor_group._CONCURRENT_RESHAPE_VERSIONS)
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -101,7 +104,7 @@ def test_the_setting_decides_whether_reshapes_leave_the_calling_thread(threads, 
     seen = record_reshape_threads(monkeypatch)
     mxpatch_bind.reshape(mod, *per_device_spec(never_seen_shapes(1)[0]))
     assert len(seen) == len(CONTEXTS)
-    assert (threading.get_ident() not in seen) == on_workers
+    assert (threading.get_ident() not in seen) == (on_workers and CONCURRENT)
 
 
 def test_six_never_seen_reshapes_run_on_the_pool_too(monkeypatch):
@@ -110,7 +113,7 @@ def test_six_never_seen_reshapes_run_on_the_pool_too(monkeypatch):
     mxpatch_bind.bind(mod, *per_device_spec([LARGEST] * 6))
     seen = record_reshape_threads(monkeypatch)
     mxpatch_bind.reshape(mod, *per_device_spec([(1, 3, 11, 11 - i) for i in range(6)]))
-    assert len(seen) == 6 and threading.get_ident() not in seen
+    assert len(seen) == 6 and (threading.get_ident() not in seen) == CONCURRENT
 
 
 def test_fewer_than_four_never_seen_reshapes_stay_on_the_calling_thread(monkeypatch):
@@ -194,7 +197,9 @@ def test_a_failure_on_a_worker_thread_leaves_the_module_as_it_was(failing_device
     monkeypatch.setattr(executor_group, "_reshape_executor", fails_on_one_device)
     with pytest.raises(InjectedFailure, match="device %d" % failing_device):
         mxpatch_bind.reshape(mod, *per_device_spec(never_seen_shapes(1, seed=2)[0]))
-    assert running[0] == 0 and len(finished) == len(CONTEXTS)  # every call had ended
+    # Every call had ended; on threads all of them ran, one after another they stop there.
+    assert running[0] == 0
+    assert len(finished) == (len(CONTEXTS) if CONCURRENT else failing_device + 1)
     monkeypatch.setattr(executor_group, "_reshape_executor", original)
     assert_same_state(before, module_state(mod))
     mod.forward(probe, is_train=False)
@@ -208,21 +213,23 @@ def test_a_forked_child_reshapes_on_threads_of_its_own():
         import os, sys, time
         import mxnet as mx
         import mxpatch_bind
-        from mxpatch_bind import parallel
+        from mxpatch_bind import executor_group, parallel
         sys.path.insert(0, 'tests')
+        concurrent = mx.__version__.startswith(executor_group._CONCURRENT_RESHAPE_VERSIONS)
         from nets import conv_net, per_device_spec
         mxpatch_bind.configure(reshape_threads=2)
         mod = mx.mod.Module(conv_net(), context=[mx.cpu(i) for i in range(4)])
         mxpatch_bind.bind(mod, *per_device_spec([(1, 3, 9, 9)] * 4))
         mxpatch_bind.reshape(mod, *per_device_spec([(1, 3, 8, 9 - i) for i in range(4)]))
         parent_pool = parallel._pool
-        assert parent_pool is not None
+        assert (parent_pool is not None) == concurrent
         pid = os.fork()
         if pid == 0:
             wanted = [(1, 3, 7, 8 - i) for i in range(4)]
             mxpatch_bind.reshape(mod, *per_device_spec(wanted))
             shapes = [e.arg_dict['data'].shape for e in mod._exec_group.execs]
-            ok = shapes == wanted and parallel._pool not in (None, parent_pool)
+            ok = shapes == wanted and (not concurrent
+                                       or parallel._pool not in (None, parent_pool))
             os._exit(0 if ok else 1)
         deadline = time.monotonic() + 120  # a limit on a hang, not a benchmark
         while time.monotonic() < deadline:
