@@ -298,10 +298,10 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
             raise RuntimeError("re-bind with for_training=True to run backward")
         if not all(per_device):
             # An array where a device's list belongs would be iterated row by row.
+            entry = per_device.index(False)
             raise ValueError("out_grads mixes per-device lists and arrays: entry %d is a %s; "
                              "give one list of arrays per device, or merged arrays only"
-                             % (per_device.index(False),
-                                type(out_grads[per_device.index(False)]).__name__))
+                             % (entry, type(out_grads[entry]).__name__))
         if len(out_grads) != len(self.execs):
             raise ValueError("out_grads has %d per-device entries but the module has %d "
                              "devices" % (len(out_grads), len(self.execs)))

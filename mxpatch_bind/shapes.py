@@ -386,19 +386,17 @@ def check_layouts_agree(spec):
     ...     print(error)  # doctest: +ELLIPSIS
     data_shapes[1] gives 'data' the layout 'CN' but device 0 gives 'NC'; ...
     """
-    for what, devices in (("data_shapes", spec.data), ("label_shapes", spec.label or [])):
-        for index, descs in enumerate(devices):
-            for desc, first in zip(descs, devices[0]):
-                axis = _batch_axis(desc)
-                if axis != _batch_axis(first):
-                    raise ShapeSpecError(
-                        "%s[%d] gives %r the layout %r but device 0 gives %r; the batch axis "
-                        "must be the same on every device" % (what, index, desc.name,
-                                                              desc.layout, first.layout))
-                if axis >= len(desc.shape):
-                    raise ShapeSpecError(
-                        "%s[%d] gives %r the layout %r, whose batch axis %d is outside the "
-                        "shape %r" % (what, index, desc.name, desc.layout, axis, desc.shape))
+    for what, index, desc, first in _beside_device_0(spec):
+        axis = _batch_axis(desc)
+        if axis != _batch_axis(first):
+            raise ShapeSpecError(
+                "%s[%d] gives %r the layout %r but device 0 gives %r; the batch axis "
+                "must be the same on every device" % (what, index, desc.name,
+                                                      desc.layout, first.layout))
+        if axis >= len(desc.shape):
+            raise ShapeSpecError(
+                "%s[%d] gives %r the layout %r, whose batch axis %d is outside the "
+                "shape %r" % (what, index, desc.name, desc.layout, axis, desc.shape))
 
 
 def check_dtypes_agree(spec):
@@ -419,14 +417,20 @@ def check_dtypes_agree(spec):
     data_shapes[1] gives 'data' the dtype float16 but device 0 gives float32; ...
     """
     import numpy as np
+    for what, index, desc, first in _beside_device_0(spec):
+        if np.dtype(desc.dtype) != np.dtype(first.dtype):
+            raise ShapeSpecError(
+                "%s[%d] gives %r the dtype %s but device 0 gives %s; every device must hold "
+                "an input in the same dtype" % (
+                    what, index, desc.name, np.dtype(desc.dtype), np.dtype(first.dtype)))
+
+
+def _beside_device_0(spec):
+    """``(field, device, desc, device 0's desc of that input)`` for every input of a spec."""
     for what, devices in (("data_shapes", spec.data), ("label_shapes", spec.label or [])):
         for index, descs in enumerate(devices):
             for desc, first in zip(descs, devices[0]):
-                if np.dtype(desc.dtype) != np.dtype(first.dtype):
-                    raise ShapeSpecError(
-                        "%s[%d] gives %r the dtype %s but device 0 gives %s; every device must "
-                        "hold an input in the same dtype" % (
-                            what, index, desc.name, np.dtype(desc.dtype), np.dtype(first.dtype)))
+                yield what, index, desc, first
 
 
 def _check_batch_sizes(spec):

@@ -89,12 +89,13 @@ def _snapshot(obj, objects, containers):
 
 
 def _save_contents(value, containers, depth):
-    if depth == 0 or not isinstance(value, (list, dict)) or id(value) in containers:
+    """Record the items of ``value`` and, ``depth - 1`` levels down, of the containers in it."""
+    if not isinstance(value, (list, dict)) or id(value) in containers:
         return
     # A copy keeps the order too (an OrderedDict's LRU order is part of its state).
     items = list(value) if isinstance(value, list) else list(value.items())
     containers[id(value)] = (value, items)
-    if depth > 1:  # the last level's items are kept, not entered: a seen-shapes table is long
+    if depth > 1:  # the last level's items are kept as they are, not entered
         for item in (value if isinstance(value, list) else value.values()):
             _save_contents(item, containers, depth - 1)
 
