@@ -28,6 +28,14 @@ def device_grads(mod, device):
                                                                  group.grad_arrays)}
 
 
+def assert_each_device_computes_its_reference(mod, symbol, params, pairs):
+    """Each device's last inference outputs equal stock on one context, bit for bit."""
+    outputs = mod.get_outputs(merge_multi_context=False)[0]
+    for device, (data, label) in enumerate(pairs):
+        reference, _ = single_device_reference(symbol, params, data, label, for_training=False)
+        assert np.array_equal(outputs[device].asnumpy(), reference[0])
+
+
 @pytest.mark.parametrize("num_devices", [1, 2, 3, 4])
 def test_each_device_matches_a_stock_one_context_module_exactly(num_devices):
     shapes = SHAPES[:num_devices]
@@ -96,10 +104,7 @@ def test_forward_reshapes_only_the_devices_whose_shapes_changed():
     mod.forward(batch, is_train=False)
     assert mod._exec_group.execs[0] is untouched
     assert [[d.shape for d in device] for device in mod.data_shapes] == [[s] for s in new_shapes]
-    outputs = mod.get_outputs(merge_multi_context=False)[0]
-    for device, (data, label) in enumerate(pairs):
-        reference, _ = single_device_reference(symbol, params, data, label, for_training=False)
-        assert np.array_equal(outputs[device].asnumpy(), reference[0])
+    assert_each_device_computes_its_reference(mod, symbol, params, pairs)
 
 
 def test_a_pre_sliced_list_of_batches_may_have_different_shapes_per_device():
@@ -150,9 +155,7 @@ def test_reshape_moves_a_module_between_stock_and_per_device_form():
     pairs = device_pairs(SHAPES[:2])
     batch = device_batch(pairs)
     mod.forward(batch, is_train=False)
-    for device, (data, label) in enumerate(pairs):
-        reference, _ = single_device_reference(symbol, params, data, label, for_training=False)
-        assert np.array_equal(mod.get_outputs(False)[0][device].asnumpy(), reference[0])
+    assert_each_device_computes_its_reference(mod, symbol, params, pairs)
     mod.reshape([("data", (2, 3, 16, 16))], [("softmax_label", (2,))])
     assert [d.shape for d in mod.data_shapes] == [(2, 3, 16, 16)]
     assert mod._exec_group.slices == [slice(0, 1), slice(1, 2)]
@@ -432,10 +435,7 @@ def test_a_stock_bound_module_fed_pre_sliced_batches_of_other_shapes_goes_per_de
     with mxpatch_bind.patched():
         mod.forward([mx.io.DataBatch([data], [label]) for data, label in pairs], is_train=False)
     assert binding.is_per_device(mod)
-    outputs = mod.get_outputs(merge_multi_context=False)[0]
-    for device, (data, label) in enumerate(pairs):
-        reference, _ = single_device_reference(symbol, params, data, label, for_training=False)
-        assert np.array_equal(outputs[device].asnumpy(), reference[0])
+    assert_each_device_computes_its_reference(mod, symbol, params, pairs)
 
 
 def test_a_reshape_back_to_stock_form_reports_stock_shapes_everywhere():
