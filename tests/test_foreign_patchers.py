@@ -283,6 +283,26 @@ def test_after_a_forced_uninstall_the_dead_wrapper_can_be_taken_out_once_uncover
                      "mxnet.module.module.Module.bind" % (type(dead).__name__, id(dead))]
 
 
+def test_a_dead_wrapper_still_under_the_decorator_stays_and_is_still_reported(caplog):
+    mxpatch_bind.install()
+    plain = _decorate_with_functools_wraps(mx.mod.Module, "bind")
+    with pytest.warns(RuntimeWarning):
+        mxpatch_bind.uninstall(force=True)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="mxpatch_bind.patching"):
+        mxpatch_bind.uninstall(force=True)  # the decorator still covers ours: nothing to take
+    assert vars(mx.mod.Module)["bind"] is plain
+    assert [r.getMessage() for r in caplog.records] == [
+        "mxpatch_bind.uninstall() called but the patch is not installed"]
+    (entry,) = mxpatch_bind.status().foreign_wrappers
+    assert entry.startswith("mxnet.module.module.Module.bind: an mxpatch_bind ")
+    assert "switched off" in entry
+    assert _bind_stock_mlp().binded
+    mx.mod.Module.bind = plain.__wrapped__  # dropped: now it can be taken out
+    mxpatch_bind.uninstall(force=True)
+    assert_originals_restored()
+
+
 def test_a_non_wrapt_decorator_on_a_target_other_than_bind_is_refused_too():
     mxpatch_bind.install()
     plain = _decorate_with_functools_wraps(mx.mod.BucketingModule, "bind")

@@ -355,6 +355,31 @@ def test_install_refuses_a_method_whose_parameters_changed(monkeypatch, owner, n
     assert not mxpatch_bind.is_installed()
 
 
+@pytest.mark.parametrize("failing", range(len(TARGETS)))
+def test_a_failure_wrapping_the_kth_target_unwraps_the_ones_before_and_counts_nothing(
+        monkeypatch, failing):
+    import wrapt
+
+    wrap_object = wrapt.wrap_object
+    calls = []
+
+    def wrap_or_fail(*args, **kwargs):
+        calls.append(args[1])
+        if len(calls) == failing + 1:
+            raise MemoryError("injected at target %d" % failing)
+        return wrap_object(*args, **kwargs)
+
+    monkeypatch.setattr(wrapt, "wrap_object", wrap_or_fail)
+    with pytest.raises(MemoryError, match="injected at target %d" % failing):
+        mxpatch_bind.install()
+    assert len(calls) == failing + 1
+    assert_not_patched()
+    monkeypatch.setattr(wrapt, "wrap_object", wrap_object)
+    with mxpatch_bind.patched():  # nothing stale is left to get in the way
+        assert mxpatch_bind.is_installed()
+    assert_not_patched()
+
+
 # --------------------------------------------------------------------------- deferred install
 def _run_python(code):
     env = dict(os.environ)
