@@ -187,6 +187,28 @@ def test_a_larger_shape_grows_the_base_executor_once_and_recurring_shapes_hit_th
     assert group.execs[1] is small
 
 
+def test_a_shape_as_large_as_the_base_is_a_view_and_the_base_stays():
+    symbol = conv_net()
+    mod = bound_module(symbol, [(1, 3, 16, 16), (1, 3, 16, 16)],
+                       fixed_params(symbol, (1, 3, 16, 16)))
+    group = mod._exec_group
+    base = group.execs[1]
+    mxpatch_bind.reshape(mod, *per_device_spec([(1, 3, 16, 16), (1, 3, 8, 32)]))
+    assert group.execs[1] is not base and group._default_execs[1] is base
+    mxpatch_bind.reshape(mod, *per_device_spec([(1, 3, 16, 16), (1, 3, 16, 16)]))
+    assert group.execs[1] is base
+
+
+def test_numpy_arrays_in_a_device_batch_compute_what_ndarrays_compute():
+    symbol = conv_net()
+    params = fixed_params(symbol, SHAPES[0])
+    mod = bound_module(symbol, SHAPES[:2], params)
+    pairs = device_pairs(SHAPES[:2])
+    numpy_pairs = [(data.asnumpy(), label.asnumpy()) for data, label in pairs]
+    mod.forward(device_batch(numpy_pairs), is_train=False)
+    assert_each_device_computes_its_reference(mod, symbol, params, pairs)
+
+
 def test_outputs_that_differ_outside_the_batch_axis_refuse_to_merge_with_a_clear_error():
     symbol = conv_features()
     mod = mx.mod.Module(symbol, label_names=None, context=device_contexts())
