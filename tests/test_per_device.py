@@ -209,6 +209,23 @@ def test_numpy_arrays_in_a_device_batch_compute_what_ndarrays_compute():
     assert_each_device_computes_its_reference(mod, symbol, params, pairs)
 
 
+@pytest.mark.parametrize("for_training", [True, False], ids=["training", "inference"])
+def test_forward_without_is_train_runs_as_the_module_was_bound(for_training):
+    symbol = conv_net(batch_norm=True)  # batch statistics in training, moving ones otherwise
+    mod = bound_module(symbol, SHAPES[:2], fixed_params(symbol, SHAPES[0]),
+                       for_training=for_training)
+    batch = device_batch(device_pairs(SHAPES[:2]))
+
+    def outputs(**is_train):
+        mod.forward(batch, **is_train)
+        return [o.asnumpy() for o in mod.get_outputs(merge_multi_context=False)[0]]
+
+    default, bound_mode, other_mode = (outputs(), outputs(is_train=for_training),
+                                       outputs(is_train=not for_training))
+    assert all(np.array_equal(a, b) for a, b in zip(default, bound_mode))
+    assert not any(np.array_equal(a, b) for a, b in zip(default, other_mode))
+
+
 def test_outputs_that_differ_outside_the_batch_axis_refuse_to_merge_with_a_clear_error():
     symbol = conv_features()
     mod = mx.mod.Module(symbol, label_names=None, context=device_contexts())
