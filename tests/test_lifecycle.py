@@ -271,7 +271,13 @@ def test_churning_install_and_uninstall_from_threads_while_binding_is_safe():
 
 
 # --------------------------------------------------------------------------- options
-NOT_FLAGS = ["yes", 1, 0, None, [True]]
+class bool_:  # noqa: N801 (named as numpy's bool type, but not numpy's)
+    def __repr__(self):
+        return "bool_()"
+
+
+# numpy's own non-bools and a look-alike of numpy's bool type are not flags either.
+NOT_FLAGS = ["yes", 1, 0, None, [True], np.int64(1), np.float64(0.0), bool_()]
 
 
 @pytest.mark.parametrize("value", NOT_FLAGS, ids=repr)
