@@ -315,6 +315,18 @@ def test_numpy_bools_are_accepted_as_force():
 
 
 # --------------------------------------------------------------------------- version guard
+@pytest.mark.parametrize("version, supported", [
+    ("1.6.0", True), ("1.7.0", True), ("1.9.99", True), ("1.9.1.post0", True),
+    ("1.5.9", False), ("1.10.0", False), ("0.9.5", False), ("", False), ("nightly", False),
+], ids=repr)
+def test_the_version_check_takes_exactly_1_6_to_1_9(monkeypatch, version, supported):
+    from mxpatch_bind import patching
+    monkeypatch.setattr(mx, "__version__", version)
+    expected = [] if supported else [
+        "mxnet.__version__ is %r; supported: 1.6 to 1.9.x" % (version,)]
+    assert patching.check_mxnet(mx) == expected
+
+
 @pytest.mark.parametrize("version", ["2.0.0", "1.5.1"])
 def test_install_refuses_an_unsupported_mxnet_version_and_patches_nothing(monkeypatch, version):
     monkeypatch.setattr(mx, "__version__", version)
