@@ -359,6 +359,10 @@ def test_rebinding_keeps_initialised_parameters():
     args, _ = mod.get_params()
     for name, value in params[0].items():
         assert np.array_equal(args[name].asnumpy(), value.asnumpy())
+    # The new executors hold them too, not only the module's CPU copies.
+    pairs = device_pairs(SHAPES[2:4])
+    mod.forward(device_batch(pairs), is_train=False)
+    assert_each_device_computes_its_reference(mod, symbol, params, pairs)
 
 
 def test_binding_an_already_bound_module_warns_and_changes_nothing(caplog):
