@@ -186,3 +186,40 @@ def test_a_layout_that_is_not_a_string_is_refused(layout):
     with pytest.raises(ShapeSpecError, match="^%s$" % re.escape(message)):
         shapes.parse_device_shapes([[("data", (2, 3))], [DataDesc("data", (1, 3), layout=layout)]],
                                    None, ["data"], [], 2)
+
+
+# --------------------------------------------------------------------------- label-only changes
+def box_sum_regression():
+    """A loss on a label input whose second axis may change from batch to batch, as a
+    detection batch's box count does while its image size stays."""
+    fc = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=1, name="fc")
+    target = mx.sym.sum(mx.sym.Variable("gt"), axis=1, keepdims=True)
+    return mx.sym.MakeLoss(mx.sym.square(fc - target), name="loss")
+
+
+def box_batch(rows, boxes, seed):
+    rng = np.random.RandomState(seed)
+    return ([mx.nd.array(rng.uniform(size=(n, 4))) for n in rows],
+            [mx.nd.array(rng.uniform(size=(n, k))) for n, k in zip(rows, boxes)])
+
+
+def test_a_batch_whose_labels_alone_change_shape_reshapes_and_trains_as_on_one_context():
+    symbol = box_sum_regression()
+    params = ({"fc_weight": mx.nd.array([[0.5, -1.0, 0.25, 2.0]]), "fc_bias": mx.nd.array([0.1])},
+              {})
+    mod = mx.mod.Module(symbol, label_names=["gt"], context=CONTEXTS)
+    mxpatch_bind.bind(mod, [[("data", (n, 4))] for n in (2, 3)],
+                      [[("gt", (n, 5))] for n in (2, 3)])
+    mod.set_params(*params)
+    data, gt = box_batch((2, 3), (7, 2), seed=3)  # the same data shapes, other box counts
+    mod.forward(DataBatch([[d] for d in data], [[g] for g in gt]), is_train=True)
+    mod.backward()
+    assert [[d.shape for d in device] for device in mod.label_shapes] == [[(2, 7)], [(3, 2)]]
+    for device in range(2):
+        ref = mx.mod.Module(symbol, label_names=["gt"], context=mx.cpu(0))
+        ref.bind([("data", data[device].shape)], [("gt", gt[device].shape)])
+        ref.set_params(*params)
+        ref.forward(DataBatch([data[device]], [gt[device]]), is_train=True)
+        ref.backward()
+        for got, want in zip(mod._exec_group.grad_arrays, ref._exec_group.grad_arrays):
+            assert np.array_equal(got[device].asnumpy(), want[0].asnumpy())
