@@ -373,7 +373,11 @@ def _check_names(devices, what, names):
 
 
 def check_layouts_agree(spec):
-    """Every device puts each input's batch axis at the same place, inside its shape.
+    """Every device gives each input the same number of axes and puts its batch axis at
+    the same place, inside its shape.
+
+    A batch is checked against one rank per input, and a merged output against one batch
+    axis: a device whose input had another rank could be bound but never fed.
 
     Examples
     --------
@@ -387,6 +391,12 @@ def check_layouts_agree(spec):
     data_shapes[1] gives 'data' the layout 'CN' but device 0 gives 'NC'; ...
     """
     for what, index, desc, first in _beside_device_0(spec):
+        if len(desc.shape) != len(first.shape):
+            raise ShapeSpecError(
+                "%s[%d] gives %r the shape %r of %d axes but device 0 gives %r of %d; every "
+                "device must give an input the same number of axes"
+                % (what, index, desc.name, desc.shape, len(desc.shape), first.shape,
+                   len(first.shape)))
         axis = _batch_axis(desc)
         if axis != _batch_axis(first):
             raise ShapeSpecError(
