@@ -345,6 +345,7 @@ def test_forced_install_on_an_unsupported_version_warns_patches_and_uninstalls(m
         message = str(warned[0].message)
         assert message == ("mxpatch_bind patching an unsupported MXNet (force=True): "
                            "mxnet.__version__ is %r; supported: 1.6 to 1.9.x" % version)
+        assert warned[0].filename == __file__  # it points at the install() call
         assert mxpatch_bind.is_installed()
     finally:
         mxpatch_bind.uninstall()
@@ -514,6 +515,7 @@ def test_install_without_mxnet_installed_warns_once_naming_the_check_and_the_fix
         mxpatch_bind.install()
     (warning,) = caught
     assert warning.category is RuntimeWarning, warning
+    assert warning.filename == '<string>', warning.filename  # the install() call, this script
     assert logged == [str(warning.message)], logged
     status = mxpatch_bind.status()
     assert (status.pending, status.installed, status.refcount) == (True, False, 1), status
