@@ -280,6 +280,24 @@ def test_a_patched_forward_reshapes_a_plain_stock_bound_module_for_a_per_device_
         assert np.array_equal(out, ref[0])
 
 
+@pytest.mark.parametrize("call", [
+    lambda module, batch: module.forward(batch, True),
+    lambda module, batch: module.forward(data_batch=batch, is_train=True),
+    lambda module, batch: mx.mod.Module.forward(module, batch, True),
+], ids=["positional-is_train", "keywords", "through-the-class"])
+def test_the_patched_forward_finds_the_batch_however_it_is_passed(call):
+    module = mx.mod.Module(SYMBOL, context=[mx.cpu(0), mx.cpu(1)])
+    module.bind([("data", (4, 3, 6, 6))], [("softmax_label", (4,))])
+    module.set_params(*PARAMS)
+    data, label = arrays(seed=6)
+    with mxpatch_bind.patched():
+        call(module, make_batch("device-lists", data, label))
+    for device in range(2):
+        ref, _ = single_device_reference(SYMBOL, PARAMS, data[device][0], label[device][0])
+        out = module.get_outputs(merge_multi_context=False)[0][device].asnumpy()
+        assert np.array_equal(out, ref[0])
+
+
 def test_a_patched_forward_refusing_a_batch_leaves_a_plain_module_plain():
     from mxpatch_bind.binding import forward_wrapper
     module = mx.mod.Module(SYMBOL, context=[mx.cpu(0), mx.cpu(1)])
