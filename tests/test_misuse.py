@@ -8,6 +8,7 @@ import pytest
 import mxpatch_bind
 from nets import (assert_same_state, conv_net, device_batch, device_pairs, module_state,
                   per_device_spec)
+from synthetic import data_pointer
 
 CONTEXTS = [mx.cpu(0), mx.cpu(1)]
 SHAPES = [(1, 3, 8, 8), (2, 3, 6, 6)]
@@ -49,6 +50,18 @@ def test_a_shared_module_on_fewer_devices_is_refused_before_binding():
                                          "needs 2$"):
         mxpatch_bind.bind(mod, *per_device_spec(SHAPES), shared_module=shared)
     assert not mod.binded
+
+
+def test_a_shared_module_on_more_devices_serves_the_first_ones_as_stock_does():
+    contexts = [mx.cpu(i) for i in range(3)]
+    shared = mx.mod.Module(conv_net(), context=contexts)
+    shared.bind([("data", (3,) + SHAPES[0][1:])], [("softmax_label", (3,))])
+    shared.init_params()
+    mod = mx.mod.Module(conv_net(), context=CONTEXTS)
+    mxpatch_bind.bind(mod, *per_device_spec(SHAPES), shared_module=shared)
+    assert mod._arg_params is shared._arg_params
+    for own, theirs in zip(mod._exec_group.param_arrays, shared._exec_group.param_arrays):
+        assert [data_pointer(a) for a in own] == [data_pointer(a) for a in theirs[:2]]
 
 
 def test_the_free_reshape_of_an_unbound_module_says_to_bind_first():
