@@ -450,6 +450,22 @@ def test_a_bigger_batch_of_smaller_images_does_not_replace_the_base_back_and_for
         assert all(a is b for a, b in zip(group._default_execs, bases))
 
 
+def test_input_grads_of_a_tnc_input_merge_along_its_batch_axis_1():
+    data = mx.sym.Variable("data")
+    loss = mx.sym.MakeLoss(mx.sym.sum(mx.sym.FullyConnected(mx.sym.sum(data, axis=0),
+                                                            num_hidden=3, name="fc")))
+    descs = [[mx.io.DataDesc("data", (5, n, 4), layout="TNC")] for n in (2, 3)]
+    mod = mx.mod.Module(loss, label_names=None, context=device_contexts())
+    mxpatch_bind.bind(mod, descs, inputs_need_grad=True)
+    mod.init_params(mx.init.Uniform(0.5))
+    mod.forward(mx.io.DataBatch([[mx.nd.ones(d.shape)] for (d,) in descs]), is_train=True)
+    mod.backward()
+    per_device = [g.asnumpy() for g in mod.get_input_grads(merge_multi_context=False)[0]]
+    merged = mod.get_input_grads()[0].asnumpy()
+    assert merged.shape == (5, 5, 4)
+    assert np.array_equal(merged, np.concatenate(per_device, axis=1))
+
+
 def test_input_grads_of_a_tnc_input_that_differ_outside_the_batch_axis_refuse_to_merge():
     data = mx.sym.Variable("data")
     loss = mx.sym.MakeLoss(mx.sym.sum(mx.sym.FullyConnected(mx.sym.sum(data, axis=0),
