@@ -119,3 +119,39 @@ def test_the_free_bind_patches_only_for_a_subclass_with_its_own_bind(cls, instal
     assert len(calls) == installs and not mxpatch_bind.is_installed()
     assert [[d.shape for d in device] for device in mod.data_shapes] == [[(1, 3)], [(2, 3)]]
     assert getattr(mod, "own_bind_ran", False) == (cls is OwnBind)
+
+
+LABELLED = mx.sym.SoftmaxOutput(NET, name="softmax")
+LABELS = [[("softmax_label", (1,))], [("softmax_label", (2,))]]
+OTHER = [[("data", (2, 3))], [("data", (3, 3))]]
+OTHER_LABELS = [[("softmax_label", (2,))], [("softmax_label", (3,))]]
+
+
+@pytest.mark.parametrize("bind, reshape", [
+    (lambda mod: mod.bind(SPEC, LABELS, False), lambda mod: mod.reshape(OTHER, OTHER_LABELS)),
+    (lambda mod: mod.bind(data_shapes=SPEC, label_shapes=LABELS, for_training=False),
+     lambda mod: mod.reshape(data_shapes=OTHER, label_shapes=OTHER_LABELS)),
+    (lambda mod: mod.bind(SPEC, label_shapes=LABELS, for_training=False),
+     lambda mod: mod.reshape(OTHER, label_shapes=OTHER_LABELS)),
+    (lambda mod: mx.mod.Module.bind(mod, SPEC, LABELS, for_training=False),
+     lambda mod: mx.mod.Module.reshape(mod, OTHER, OTHER_LABELS)),
+    (lambda mod: mx.mod.Module.bind(mod, data_shapes=SPEC, label_shapes=LABELS,
+                                    for_training=False),
+     lambda mod: mx.mod.Module.reshape(mod, data_shapes=OTHER, label_shapes=OTHER_LABELS)),
+    # What a foreign decorator holding the wrapper itself calls: no descriptor, no instance.
+    (lambda mod: vars(mx.mod.Module)["bind"](mod, SPEC, LABELS, for_training=False),
+     lambda mod: vars(mx.mod.Module)["reshape"](mod, OTHER, OTHER_LABELS)),
+], ids=["positional", "keywords", "mixed", "through-the-class", "class-and-keywords",
+        "the-wrapper-itself"])
+def test_the_patched_methods_read_the_shapes_however_they_are_passed(bind, reshape):
+    mod = mx.mod.Module(LABELLED, context=CONTEXTS)
+    with mxpatch_bind.patched():
+        bind(mod)
+        assert not mod.for_training
+        assert ([[d.shape for d in device] for device in mod.data_shapes],
+                [[d.shape for d in device] for device in mod.label_shapes]) == (
+            [[(1, 3)], [(2, 3)]], [[(1,)], [(2,)]])
+        reshape(mod)
+    assert ([[d.shape for d in device] for device in mod.data_shapes],
+            [[d.shape for d in device] for device in mod.label_shapes]) == (
+        [[(2, 3)], [(3, 3)]], [[(2,)], [(3,)]])
