@@ -1,5 +1,7 @@
 """Per-device binding against the oracle: stock MXNet on one context with that device's shape."""
 
+import re
+
 import mxnet as mx
 import numpy as np
 import pytest
@@ -238,6 +240,20 @@ def test_outputs_that_differ_outside_the_batch_axis_refuse_to_merge_with_a_clear
         mod.get_outputs()
     assert [o.shape for o in mod.get_outputs(merge_multi_context=False)[0]] == [
         (2, 2, 30, 46), (3, 2, 38, 22)]
+
+
+def test_outputs_that_differ_only_right_after_the_batch_axis_refuse_to_merge_too():
+    # A flattened feature map: its one non-batch axis grows with each device's image size.
+    symbol = mx.sym.flatten(conv_features(), name="flat")
+    mod = mx.mod.Module(symbol, label_names=None, context=device_contexts())
+    mxpatch_bind.bind(mod, *per_device_spec(SHAPES[:2], labels=False), for_training=False)
+    mod.init_params()
+    mod.forward(mx.io.DataBatch(device_batch(device_pairs(SHAPES[:2])).data), is_train=False)
+    per_device = [o.shape for o in mod.get_outputs(merge_multi_context=False)[0]]
+    assert per_device == [(2, 2 * 30 * 46), (3, 2 * 38 * 22)]
+    with pytest.raises(ValueError, match="cannot merge output 'flat_output'.*%s" %
+                       re.escape(repr(per_device))):
+        mod.get_outputs()
 
 
 def test_outputs_merge_along_the_batch_axis_when_other_axes_agree():
