@@ -11,9 +11,10 @@ def _patch_is_left_as_found():
     before = mxpatch_bind.status().refcount
     yield
     after = mxpatch_bind.status().refcount
-    while mxpatch_bind.status().refcount > before:
+    for _ in range(after - before):  # bounded: an uninstall() that fails to count must not hang
         mxpatch_bind.uninstall()
     assert after == before, "test left mxpatch_bind installed (refcount %d -> %d)" % (before, after)
+    assert mxpatch_bind.status().refcount == before, "uninstall() did not undo the test's installs"
 
 
 @pytest.fixture
