@@ -187,3 +187,20 @@ def test_a_multiprocessing_fork_child_works_while_another_thread_holds_the_lock(
         release.set()
     """ % CHILD_LIMIT_S)
     assert "child exit 0" in lines, lines
+
+
+def test_a_child_forked_from_a_settled_patch_keeps_the_parents_wrappers():
+    # Nothing was half-done: the child has nothing to redo, so its classes hold the very
+    # wrappers the parent installed (re-applying would give new ones and log a repair).
+    lines = _run("""
+        mxpatch_bind.install()
+        installed = {key: vars(key[0])[key[1]] for key in ORIGINALS}
+        pid = os.fork()
+        if pid == 0:
+            kept = all(vars(owner)[name] is installed[(owner, name)] for owner, name in ORIGINALS)
+            os._exit(0 if kept and mxpatch_bind.is_installed() else 4)
+        _, code = os.waitpid(pid, 0)
+        print('child exit', os.waitstatus_to_exitcode(code), flush=True)
+        mxpatch_bind.uninstall()
+    """)
+    assert "child exit 0" in lines, lines
