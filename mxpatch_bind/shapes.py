@@ -393,8 +393,8 @@ def check_layouts_agree(spec):
     for what, index, desc, first in _beside_device_0(spec):
         if len(desc.shape) != len(first.shape):
             raise ShapeSpecError(
-                "%s[%d] gives %r the shape %r of %d axes but device 0 gives %r of %d; every "
-                "device must give an input the same number of axes"
+                "%s[%d] gives %r the shape %r, of rank %d, but device 0 gives %r, of rank %d; "
+                "every device must give an input the same number of axes"
                 % (what, index, desc.name, desc.shape, len(desc.shape), first.shape,
                    len(first.shape)))
         axis = _batch_axis(desc)

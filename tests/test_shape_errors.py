@@ -105,11 +105,12 @@ BAD_SPECS = [
         ["data_shapes[1]", "'data'", "float64", "device 0 gives float32"],
         "dtype_differs_between_devices"),
     bad([[D0], [("data", (3, 180))]], None,
-        ["data_shapes[1] gives 'data' the shape (3, 180) of 2 axes but device 0 gives",
-         "of 4; every device must give an input the same number of axes"],
+        ["data_shapes[1] gives 'data' the shape (3, 180), of rank 2, but device 0 gives "
+         "(2, 3, 8, 8), of rank 4; every device must give an input the same number of axes"],
         "rank_differs_between_devices"),
     bad(DATA_SHAPES, [[L0], [("softmax_label", (3, 1))]],
-        ["label_shapes[1] gives 'softmax_label' the shape (3, 1) of 2 axes", "of 1;"],
+        ["label_shapes[1] gives 'softmax_label' the shape (3, 1), of rank 2, but device 0 "
+         "gives (2,), of rank 1;"],
         "label_rank_differs_between_devices"),
     bad(DATA_SHAPES, [[mx.io.DataDesc("softmax_label", (2,), np.int32)], [L1]],
         ["label_shapes[1]", "'softmax_label'", "float32", "device 0 gives int32"],
