@@ -69,7 +69,10 @@ BAD_SPECS = [
         "bool_dim"),
     bad(DATA_SHAPES, [[L0], [("softmax_label", (-3,))]], ["label_shapes[1]", "(-3,)"],
         "negative_label_dim"),
-    bad([[D0], [("data", ())]], None, ["data_shapes[1]", "()"], "empty_shape"),
+    bad([[D0], [("data", ())]], None, ["data_shapes[1]", "()", "expected a non-empty tuple"],
+        "empty_shape"),
+    bad([[("data", ())], [("data", ())]], None, ["data_shapes[0]", "expected a non-empty tuple"],
+        "empty_shape_on_every_device"),
     # Beyond what MXNet can hold: dims are int32 (mx_int), tensors int32-indexed
     bad([[D0], [("data", (3, 3, 2 ** 31, 10))]], None,
         ["data_shapes[1]", str(2 ** 31), "up to 2147483647 (int32)"], "dim_beyond_int32"),
