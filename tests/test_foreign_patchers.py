@@ -121,6 +121,19 @@ def test_uninstall_forgets_a_replaced_method_with_a_warning_and_keeps_the_replac
     assert mxpatch_bind.status().foreign_wrappers == ()
 
 
+def test_a_foreign_wrapt_wrapper_put_straight_on_the_original_is_named_a_replacement():
+    # It proxies MXNet's original (and compares equal to it) but is not the original.
+    mxpatch_bind.install()
+    theirs = wrapt.FunctionWrapper(ORIGINAL_BIND, _counting_wrapper([]))
+    mx.mod.Module.bind = theirs
+    with pytest.warns(RuntimeWarning) as caught:
+        mxpatch_bind.uninstall()
+    message = str(caught[0].message)
+    assert "Module.bind was replaced behind mxpatch_bind's back by" in message
+    assert "restored" not in message
+    assert vars(mx.mod.Module)["bind"] is theirs
+
+
 def test_the_warning_points_at_the_uninstall_call():
     mxpatch_bind.install()
     mx.mod.Module.bind = _replacement
