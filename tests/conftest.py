@@ -15,6 +15,8 @@ def _patch_is_left_as_found():
         mxpatch_bind.uninstall()
     assert after == before, "test left mxpatch_bind installed (refcount %d -> %d)" % (before, after)
     assert mxpatch_bind.status().refcount == before, "uninstall() did not undo the test's installs"
+    if before == 0:  # nothing outstanding: nothing of ours may still be patched in
+        assert not mxpatch_bind.is_installed(), "patched with no install() outstanding"
 
 
 @pytest.fixture
