@@ -9,7 +9,14 @@ import mxnet as mx
 import numpy as np
 import pytest
 from mxnet.io import DataBatch, DataDesc
-from nets import conv_net, device_batch, device_pairs, fixed_params, per_device_spec
+from nets import (
+    conv_net,
+    device_batch,
+    device_pairs,
+    fixed_params,
+    per_device_spec,
+    single_device_reference,
+)
 
 import mxpatch_bind
 from mxpatch_bind import BatchError, ShapeSpecError, binding, shapes
@@ -95,14 +102,6 @@ def per_device_conv():
     return mod
 
 
-def one_context_conv(data, label, for_training=True):
-    ref = mx.mod.Module(NET, context=mx.cpu(0))
-    ref.bind([("data", data.shape)], [("softmax_label", label.shape)], for_training=for_training)
-    ref.set_params(*PARAMS)
-    ref.forward(DataBatch([data], [label]), is_train=for_training)
-    return ref
-
-
 def test_a_flat_batch_brings_its_own_descs_and_the_module_takes_them_to_stock_form():
     mod = per_device_conv()
     data = mx.nd.array(np.random.RandomState(1).uniform(size=(3, 3, 20, 20)))
@@ -115,8 +114,8 @@ def test_a_flat_batch_brings_its_own_descs_and_the_module_takes_them_to_stock_fo
     described = [[(d.name, d.shape, d.layout) for d in descs]
                  for descs in (mod.data_shapes, mod.label_shapes)]
     assert described == [[("data", (3, 3, 20, 20), "NCHW")], [("softmax_label", (3,), "N")]]
-    reference = one_context_conv(data, label, for_training=False)
-    assert np.array_equal(mod.get_outputs()[0].asnumpy(), reference.get_outputs()[0].asnumpy())
+    reference, _ = single_device_reference(NET, PARAMS, data, label, for_training=False)
+    assert np.array_equal(mod.get_outputs()[0].asnumpy(), reference[0])
 
 
 def test_a_flat_labelled_batch_without_descs_gets_label_descs_from_its_arrays():
@@ -146,11 +145,12 @@ def test_labels_fed_to_a_module_bound_without_them_train_as_on_one_context():
     mod.backward()
     assert [[(d.name, d.shape, d.dtype) for d in device] for device in mod.label_shapes] == [
         [("softmax_label", (shape[0],), np.float32)] for shape in SHAPES]
+    group = mod._exec_group
     for device, (data, label) in enumerate(pairs):
-        reference = one_context_conv(data, label)
-        reference.backward()
-        for got, want in zip(mod._exec_group.grad_arrays, reference._exec_group.grad_arrays):
-            assert np.array_equal(got[device].asnumpy(), want[0].asnumpy())
+        _, reference = single_device_reference(NET, PARAMS, data, label)
+        assert sorted(reference) == sorted(group.param_names)
+        for name, got in zip(group.param_names, group.grad_arrays):
+            assert np.array_equal(got[device].asnumpy(), reference[name]), name
 
 
 # --------------------------------------------------------------------------- bad inputs
