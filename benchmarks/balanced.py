@@ -10,6 +10,11 @@ contexts, 2 images per device per step on average, a 32/64/64-filter CNN), fed t
 
 The parallel ideal of a mode is stock's summed busiest-device pixels over the mode's; the
 target is (e) reaching 0.9 of its own ideal and beating (d).
+
+A control runs the same batches through a network with twice the filters, (a'), (d') and
+(e'): 3.8 times the multiply-adds per pixel, the same per-step costs that pixels do not count
+(a reshape to never-seen shapes, oneDNN primitives for them, the dispatch of forward, backward
+and update), so it shows how much of a mode's distance from its ideal those costs make.
 """
 
 import random
@@ -21,6 +26,9 @@ NAME = "balanced"
 MODES = ("(a) stock, padded to the step's largest", "(d) per-device, grouped, window 8",
          "(e) per-device, balanced, window 8")
 WINDOW = 8
+HEAVY_FILTERS = tuple(2 * filters for filters in training.NETWORK_FILTERS)
+HEAVY_MODES = ("(a') stock, filters %s" % "/".join(map(str, HEAVY_FILTERS)),
+               "(d') grouped, window 8, same", "(e') balanced, window 8, same")
 
 
 def run(tiny=False, rounds=None):
@@ -31,12 +39,16 @@ def run(tiny=False, rounds=None):
     rounds = rounds or (2 if tiny else 7)
     steps = 3 if tiny else 40
     modules = training.bind_modules(mx, MODES, (SIZES[1], SIZES[1]))
+    modules.update(training.bind_modules(mx, HEAVY_MODES, (SIZES[1], SIZES[1]),
+                                         filters=HEAVY_FILTERS))
     rng = random.Random(0)
     np_rng = np.random.RandomState(0)
     pixels = {mode: {"serial": 0, "parallel": 0} for mode in MODES}
 
     def feeds(index):
-        return _feeds(mx, rng, np_rng, steps, pixels if index >= 0 else None)
+        light = _feeds(mx, rng, np_rng, steps, pixels if index >= 0 else None)
+        # The control trains on the very batches of its light counterpart.
+        return dict(light, **{heavy: light[mode] for mode, heavy in zip(MODES, HEAVY_MODES)})
 
     common.progress("balanced: %d rounds of %d steps per mode" % (rounds, steps))
     clocks = training.run_rounds(mx, modules, feeds, rounds)
@@ -64,8 +76,12 @@ def _feeds(mx, rng, np_rng, steps, pixels):
 
 def _result(clocks, pixels, rounds, steps, tiny):
     rows = training.ideal_rows(clocks, pixels, MODES)
+    pixels.update({heavy: pixels[mode] for mode, heavy in zip(MODES, HEAVY_MODES)})
+    control = training.ideal_rows(clocks, pixels, HEAVY_MODES)
     balanced_vs_window = common.paired_ratio(common.walls(clocks[MODES[1]]),
                                              common.walls(clocks[MODES[2]]))
+    control_vs_window = common.paired_ratio(common.walls(clocks[HEAVY_MODES[1]]),
+                                            common.walls(clocks[HEAVY_MODES[2]]))
     balanced = rows[2]
     targets = [
         common.target("(e) speed-up over (a) as a fraction of its parallel ideal",
@@ -77,13 +93,18 @@ def _result(clocks, pixels, rounds, steps, tiny):
             "params": {"rounds": rounds, "steps_per_round": steps, "devices": training.DEVICES,
                        "images_per_device": training.PER_DEVICE, "sizes": SIZES,
                        "group_window": WINDOW,
-                       "network": "small_cnn(filters=%r)" % (training.NETWORK_FILTERS,)},
-            "rows": rows, "balanced_vs_window": balanced_vs_window, "targets": targets}
+                       "network": "small_cnn(filters=%r)" % (training.NETWORK_FILTERS,),
+                       "control_network": "small_cnn(filters=%r)" % (HEAVY_FILTERS,)},
+            "rows": rows, "balanced_vs_window": balanced_vs_window, "control_rows": control,
+            "control_balanced_vs_window": control_vs_window, "targets": targets}
 
 
 def format_table(result):
     header = ["mode", "steps/s", "±", "× (a)", "serial ideal", "parallel ideal", "of parallel"]
     rows = [[r["mode"], r["steps_per_s"], "%.0f%%" % (100 * r["spread"]), r["vs_stock"],
              r["serial_ideal"], r["parallel_ideal"], r["of_parallel_ideal"]]
-            for r in result["rows"]]
-    return common.format_table(header, rows) + "\n" + common.format_targets(result["targets"])
+            for r in result["rows"] + result["control_rows"]]
+    control = ("control, (e') steps/s over (d') steps/s: %.3g (not a target)\n"
+               % result["control_balanced_vs_window"])
+    return (common.format_table(header, rows) + "\n" + control
+            + common.format_targets(result["targets"]))

@@ -13,18 +13,18 @@ PER_DEVICE = 2
 NETWORK_FILTERS = (32, 64, 64)
 
 
-def bind_modules(mx, modes, first_size):
+def bind_modules(mx, modes, first_size, filters=NETWORK_FILTERS):
     """One module per mode: ``"stock"`` modes bound the stock way, the others per device."""
     import mxpatch_bind
 
-    symbol = common.small_cnn(filters=NETWORK_FILTERS)
+    symbol = common.small_cnn(filters=filters)
     first = (PER_DEVICE, 3) + tuple(first_size)
     modules = {}
     with mxpatch_bind.patched():
         for mode in modes:
             mod = mx.mod.Module(symbol, context=common.contexts(DEVICES),
                                 logger=common.quiet_logger())
-            if mode.startswith("(a) stock"):
+            if "stock" in mode:
                 mod.bind([("data", (DEVICES * PER_DEVICE,) + first[1:])],
                          [("softmax_label", (DEVICES * PER_DEVICE,))])
             else:

@@ -58,6 +58,15 @@ def test_each_benchmark_prints_a_table(tiny_bench, name):
     assert "== %s: %s" % (name, bench.BENCHMARKS[name]) in tiny_bench[0].stdout
 
 
+def test_the_balanced_benchmark_reports_its_control_network_beside_the_targets(tiny_bench):
+    with open(os.path.join(str(tiny_bench[1]), "balanced.json")) as stream:
+        result = json.load(stream)
+    assert [row["mode"][:4] for row in result["control_rows"]] == ["(a')", "(d')", "(e')"]
+    assert result["params"]["control_network"] == "small_cnn(filters=(64, 128, 128))"
+    assert "control_balanced_vs_window" in result
+    assert "(e') balanced, window 8" in tiny_bench[0].stdout
+
+
 def test_an_unknown_benchmark_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
         bench.main(["no-such-benchmark"])
