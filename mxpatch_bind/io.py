@@ -65,6 +65,16 @@ def _check_int(name, value, minimum=1):
     return int(value)
 
 
+def _check_flag(name, value):
+    """Return ``value`` as a bool when it is True or False (numpy's too), else raise DataSpecError.
+
+    ``bool()`` would take the string ``"False"`` as True and silently plan another epoch.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise DataSpecError("{} must be True or False, got {!r}".format(name, value))
+
+
 def _check_samples(data, layout):
     """The single-input form's samples as arrays, checked against the layout."""
     samples = [_inputs.as_array(sample, "sample {}".format(i)) for i, sample in enumerate(data)]
@@ -356,7 +366,8 @@ class PerDeviceIter(CurrentBatchIter):
         strings, bytes, objects) or are sparse NDArrays, ``label`` has the
         wrong length or mixed shapes, ``num_devices``, ``batch_per_device``,
         ``group_window`` or ``pad_to_multiple`` is not an integer >= 1,
-        ``seed`` or ``num_workers`` is not an integer >= 0, ``layout`` or
+        ``seed`` or ``num_workers`` is not an integer >= 0, ``shuffle``,
+        ``grouping`` or ``balanced`` is not True or False, ``layout`` or
         ``dtype`` is not supported; with ``inputs``: if the declarations
         clash, a sample is not a tuple or dict of the declared inputs, its
         fixed axes differ from sample 0's or its inputs disagree on its size,
@@ -404,8 +415,11 @@ class PerDeviceIter(CurrentBatchIter):
                  pad_to_multiple=1):
         self._num_devices = _check_int("num_devices", num_devices)
         self._batch_per_device = _check_int("batch_per_device", batch_per_device)
+        self._shuffle = _check_flag("shuffle", shuffle)
+        self._grouping = _check_flag("grouping", grouping)
+        self._balanced = _check_flag("balanced", balanced)
         if group_window is None:
-            group_window = SHUFFLED_GROUP_WINDOW if shuffle else 1
+            group_window = SHUFFLED_GROUP_WINDOW if self._shuffle else 1
         self._group_window = _check_int("group_window", group_window)
         self._seed = _check_int("seed", seed, minimum=0)
         self._multiple = _check_int("pad_to_multiple", pad_to_multiple)
@@ -415,9 +429,6 @@ class PerDeviceIter(CurrentBatchIter):
         source, self._declared, self._sizes, reference_shapes = _read_form(
             data, label, inputs, label_inputs, sizes, data_name, label_name, dtype, layout)
         self._num_data = len(inputs) if inputs is not None else 1
-        self._shuffle = bool(shuffle)
-        self._grouping = bool(grouping)
-        self._balanced = bool(balanced)
         self.data_name = data_name
         self.label_name = label_name
         self._loader, self._sampler = _loading.make_loader(

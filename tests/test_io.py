@@ -1,6 +1,7 @@
 """Tests of PerDeviceIter: per-device shapes, padding, order, filler and bad input."""
 
 import doctest
+import itertools
 import math
 
 import mxnet as mx
@@ -361,10 +362,28 @@ RGB = np.ones((3, 4, 4))
     (dict(seed=-1), "seed must be an integer >= 0, got -1"),
     (dict(seed=None), "seed must be an integer >= 0, got None"),
     (dict(layout="NHWC"), "layout must be one of .*, got 'NHWC'"),
+    # bool("False") is True: a flag read from a config file must not silently turn on.
+    (dict(shuffle="False"), "shuffle must be True or False, got 'False'"),
+    (dict(grouping=0), "grouping must be True or False, got 0"),
+    (dict(balanced=None), "balanced must be True or False, got None"),
+    (dict(balanced=np.array([True, False])), r"balanced must be True or False, got array"),
 ])
 def test_bad_input_raises_value_error_naming_the_value(changes, message):
     with pytest.raises(ValueError, match=message):
         PerDeviceIter(**dict(GOOD, **changes))
+
+
+def test_numpy_bools_are_flags_like_python_s():
+    images = make_images(random_sizes(16, seed=3))
+    options = dict(num_devices=2, batch_per_device=2)
+
+    def plan(**flags):
+        return PerDeviceIter(images, **options, **flags).batch_indices
+
+    for shuffle, grouping, balanced in itertools.product([False, True], repeat=3):
+        assert plan(shuffle=np.bool_(shuffle), grouping=np.bool_(grouping),
+                    balanced=np.bool_(balanced)) == plan(shuffle=shuffle, grouping=grouping,
+                                                         balanced=balanced)
 
 
 def test_module_predict_returns_rows_in_sample_order(contexts):
