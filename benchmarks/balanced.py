@@ -29,6 +29,7 @@ WINDOW = 8
 HEAVY_FILTERS = tuple(2 * filters for filters in training.NETWORK_FILTERS)
 HEAVY_MODES = ("(a') stock, filters %s" % "/".join(map(str, HEAVY_FILTERS)),
                "(d') grouped, window 8, same", "(e') balanced, window 8, same")
+CONTROL_OF = dict(zip(MODES, HEAVY_MODES))  # each mode's control trains on its batches
 
 
 def run(tiny=False, rounds=None):
@@ -47,8 +48,7 @@ def run(tiny=False, rounds=None):
 
     def feeds(index):
         light = _feeds(mx, rng, np_rng, steps, pixels if index >= 0 else None)
-        # The control trains on the very batches of its light counterpart.
-        return dict(light, **{heavy: light[mode] for mode, heavy in zip(MODES, HEAVY_MODES)})
+        return dict(light, **{CONTROL_OF[mode]: light[mode] for mode in MODES})
 
     common.progress("balanced: %d rounds of %d steps per mode" % (rounds, steps))
     clocks = training.run_rounds(mx, modules, feeds, rounds)
@@ -76,8 +76,8 @@ def _feeds(mx, rng, np_rng, steps, pixels):
 
 def _result(clocks, pixels, rounds, steps, tiny):
     rows = training.ideal_rows(clocks, pixels, MODES)
-    pixels.update({heavy: pixels[mode] for mode, heavy in zip(MODES, HEAVY_MODES)})
-    control = training.ideal_rows(clocks, pixels, HEAVY_MODES)
+    control = training.ideal_rows(
+        clocks, {CONTROL_OF[mode]: pixels[mode] for mode in MODES}, HEAVY_MODES)
     balanced_vs_window = common.paired_ratio(common.walls(clocks[MODES[1]]),
                                              common.walls(clocks[MODES[2]]))
     control_vs_window = common.paired_ratio(common.walls(clocks[HEAVY_MODES[1]]),
