@@ -15,8 +15,8 @@ from mxnet.ndarray import NDArray
 from . import shapes
 from .errors import BatchError
 
-__all__ = ["Expected", "Checked", "check_device_batch", "check_flat_batch", "check_batch_sizes",
-           "given"]
+__all__ = ["Expected", "Checked", "check_device_batch", "check_short_batch", "check_flat_batch",
+           "check_batch_sizes", "given"]
 
 # numpy dtype kinds MXNet arrays can hold: bool, signed, unsigned, float (not complex,
 # strings, objects, dates); NDArrays hold only those.
@@ -64,12 +64,17 @@ def check_device_batch(data_batch, form, expected):
     >>> check_device_batch(batch, shapes.DEVICE_LISTS, expected).data_shapes
     (((2, 3),), ((1, 3),))
     """
-    data, label, provide_data, provide_label = _split(data_batch, form, expected.num_devices)
+    data, label, provide_data, provide_label = _split(data_batch, form)
     _check_device_count(data, "data", expected.num_devices)
+    num_given = len(data)
+    provide_data = _per_device_provided(provide_data, "provide_data", num_given,
+                                        expected.data_names)
+    provide_label = _per_device_provided(provide_label, "provide_label", num_given,
+                                         expected.label_names)
     data_shapes = _check_devices(data, "data", expected.data_names, expected.data_ranks)
     label_shapes = None
     if expected.label_names:
-        label = _present_labels(label, expected.num_devices)
+        label = _present_labels(label, num_given)
         if label is not None:
             label_shapes = _check_devices(label, "label", expected.label_names,
                                           expected.label_ranks)
@@ -80,6 +85,31 @@ def check_device_batch(data_batch, form, expected):
         _check_provided(provide_label, "label", expected.label_names, label_shapes)
     return Checked(data, label, data_shapes, label_shapes, provide_data,
                    provide_label if label_shapes is not None else None)
+
+
+def check_short_batch(checked, num_devices, is_train):
+    """A batch with fewer device entries than contexts (a tester's last batch) runs for
+    inference only; in training it is refused, since the idle devices would have no samples.
+
+    Examples
+    --------
+    >>> import mxnet as mx
+    >>> checked = check_device_batch(mx.io.DataBatch(data=[[mx.nd.ones((2, 3))]]),
+    ...                              shapes.DEVICE_LISTS, Expected(2, ['data'], [2], [], []))
+    >>> check_short_batch(checked, 2, is_train=False)
+    >>> try:
+    ...     check_short_batch(checked, 2, is_train=True)
+    ... except BatchError as error:
+    ...     print(error)  # doctest: +ELLIPSIS
+    the batch has 1 device entries but the module has 2 contexts; a short batch runs ...
+    """
+    num_given = len(checked.data)
+    if is_train and num_given < num_devices:
+        raise BatchError(
+            "the batch has %d device entries but the module has %d contexts; a short batch "
+            "runs for inference only (forward with is_train=False, or a module bound with "
+            "for_training=False): training it would leave the other devices without samples. "
+            "Drop the last batch, or give every device samples" % (num_given, num_devices))
 
 
 def check_flat_batch(data_batch, expected):
@@ -145,7 +175,7 @@ def given(value):
 
 
 # --------------------------------------------------------------------------- the batch's parts
-def _split(data_batch, form, num_devices):
+def _split(data_batch, form):
     """Per-device data, labels, provide_data and provide_label (lists; None where absent)."""
     if form == shapes.BATCH_LIST:
         data = [getattr(batch, "data", None) for batch in data_batch]
@@ -154,43 +184,61 @@ def _split(data_batch, form, num_devices):
         provide_label = [getattr(batch, "provide_label", None) for batch in data_batch]
         return data, label, provide_data, provide_label
     return (data_batch.data, getattr(data_batch, "label", None),
-            _per_device_provided(getattr(data_batch, "provide_data", None), "provide_data",
-                                 num_devices),
-            _per_device_provided(getattr(data_batch, "provide_label", None), "provide_label",
-                                 num_devices))
+            getattr(data_batch, "provide_data", None), getattr(data_batch, "provide_label", None))
 
 
-def _per_device_provided(provided, what, num_devices):
+def _per_device_provided(provided, what, num_given, names):
+    """One provide_* entry per device given (``None`` where a device has none, as the
+    family's ``TestLoader.provide_label`` gives), or ``None`` when absent on every device."""
     if not given(provided):
         return None
-    if shapes.spec_form(provided) != shapes.PER_DEVICE:
-        raise BatchError("the batch's %s %r is flat but its arrays are per device; expected "
-                         "one list per device, e.g. [[('data', (2, 3, 8, 8))], "
-                         "[('data', (1, 3, 8, 8))]]" % (what, provided))
-    if len(provided) != num_devices:
-        raise BatchError("the batch's %s has %d device entries but the module has %d contexts: "
-                         "%r" % (what, len(provided), num_devices, provided))
+    if not isinstance(provided, (list, tuple)):
+        raise BatchError("the batch's %s is %s; expected one entry per device, each a list of "
+                         "(name, shape) or None, e.g. %s" % (what, _short(provided),
+                                                            _provided_example(names)))
+    if all(entry is None for entry in provided):
+        return None
+    if shapes.spec_form([entry for entry in provided if entry is not None]) == shapes.STOCK:
+        raise BatchError("the batch's %s %s is flat but its arrays are per device; expected "
+                         "one entry per device, each a list of (name, shape) or None, e.g. %s"
+                         % (what, _short(provided), _provided_example(names)))
+    if len(provided) != num_given:
+        raise BatchError("the batch's %s has %d device entries but its arrays have %d: %s; "
+                         "expected one entry per device" % (what, len(provided), num_given,
+                                                            _short(provided)))
     return list(provided)
 
 
+def _provided_example(names):
+    """An example of a per-device provide_* for these input names (two devices)."""
+    if not names:
+        return "[None, None]"
+    name = names[0]
+    return "[[(%r, (2, ...))], [(%r, (1, ...))]], or None for a device without them" % (name,
+                                                                                        name)
+
+
 def _check_device_count(devices, field, num_devices):
-    if len(devices) != num_devices:
+    if not devices or len(devices) > num_devices:
         raise BatchError("the batch's %s has %d device entries but the module has %d contexts; "
-                         "expected one list of arrays per device" % (field, len(devices),
-                                                                      num_devices))
+                         "expected one list of arrays per device (fewer only for inference)"
+                         % (field, len(devices), num_devices))
 
 
-def _present_labels(label, num_devices):
-    """The per-device labels, or None when absent on every device; a mix is an error."""
+def _present_labels(label, num_given):
+    """The per-device labels, or None when absent on every device (``None``, ``[]`` or one
+    ``None`` per device); a mix is an error."""
     if not given(label):
         return None
     if not isinstance(label, (list, tuple)):
         raise BatchError("the batch's label is %r; expected None or one list of arrays per "
                          "device" % (label,))
-    _check_device_count(label, "label", num_devices)
     present = [given(device) for device in label]
     if not any(present):
         return None
+    if len(label) != num_given:
+        raise BatchError("the batch's label has %d device entries but its data has %d; "
+                         "expected one list of arrays per device" % (len(label), num_given))
     if not all(present):
         missing = present.index(False)
         raise BatchError("batch device %d has no labels but device %d has: given %r; expected "

@@ -325,6 +325,8 @@ class PerDeviceModule(Module):
         if form == shapes.STOCK:
             return _forward_flat(self, data_batch, is_train)
         checked = batches.check_device_batch(data_batch, form, _expected_inputs(self))
+        batches.check_short_batch(checked, len(self._context),
+                                  self.for_training if is_train is None else is_train)
         spec = _spec_for_batch(self, checked)
         if spec is not None:
             self.reshape(spec)  # the module's own, as stock forward calls it
@@ -485,6 +487,7 @@ def _spec_for_batch(module, checked):
 
     Upstream: mxnet.module.module.Module.forward
     """
+    checked = _with_idle_devices(module, checked)
     if is_per_device(module):
         group = module._exec_group
         current = (tuple(tuple(tuple(d.shape) for d in device) for device in group.data_shapes),
@@ -502,6 +505,31 @@ def _spec_for_batch(module, checked):
     shapes.check_dtypes_agree(spec)
     batches.check_batch_sizes(spec)
     return spec
+
+
+def _with_idle_devices(module, checked):
+    """A short batch's shapes completed with the idle devices' current ones: a tester's last
+    batch leaves the devices it has no images for as they are (they run nothing)."""
+    execs = module._exec_group.execs
+    idle = execs[len(checked.data_shapes):]
+    if not idle:
+        return checked
+    expected = _expected_inputs(module)
+
+    def completed(given, names):
+        return tuple(given) + tuple(tuple(tuple(e.arg_dict[name].shape) for name in names)
+                                    for e in idle)
+
+    def padded(provided):
+        return None if provided is None else list(provided) + [None] * len(idle)
+
+    label_shapes = checked.label_shapes
+    if label_shapes is not None:
+        label_shapes = completed(label_shapes, expected.label_names)
+    return checked._replace(data_shapes=completed(checked.data_shapes, expected.data_names),
+                            label_shapes=label_shapes,
+                            provide_data=padded(checked.provide_data),
+                            provide_label=padded(checked.provide_label))
 
 
 def _descs_for(module, field, device_shapes, provided):

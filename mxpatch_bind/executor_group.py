@@ -114,6 +114,8 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
 
     def _adopt(self):
         self.per_device = False
+        # Devices the last forward ran on: fewer than the contexts after a short batch.
+        self.num_active = None
         self._pending_device_shapes = None
         self._exec_cache = self._seen_shapes = None
 
@@ -207,6 +209,7 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
 
     def _commit(self, device_shapes):
         self.per_device = True
+        self.num_active = None
         self.batch_size = device_shapes.total_batch_size
         self.slices = device_shapes.slices
         self.data_layouts = device_shapes.data_axes
@@ -258,10 +261,13 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         pre-sliced form); a flat ``DataBatch`` whose rows are split by ``slices``.
         """
         if not self.per_device or not is_device_batch(data_batch):
+            self.num_active = None
             return super().forward(data_batch, is_train)
         # Modules hand forward_devices a batch they checked; called on the group itself, the
         # batch is checked here the same way, against the group's own inputs.
         checked = batches.check_device_batch(data_batch, shapes.DEVICE_LISTS, self._expected())
+        batches.check_short_batch(checked, len(self.execs),
+                                  self.for_training if is_train is None else is_train)
         return self.forward_devices(checked.data, checked.label, is_train)
 
     def _expected(self):
@@ -276,22 +282,34 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
 
         ``labels`` is ``None`` to keep the label arrays as they are (stock does the same for
         a batch without labels). The module checked the arrays (``batches.py``): the copies
-        cannot fail half-way on a malformed batch.
+        cannot fail half-way on a malformed batch. Fewer lists than devices (a short batch,
+        inference only) run the first devices only; outputs, input gradients and metrics
+        then come from those devices alone.
         """
-        for exec_, device_arrays in zip(self.execs, data):
+        active = self.execs[:len(data)]
+        for exec_, device_arrays in zip(active, data):
             _copy_inputs(device_arrays, exec_, self.data_names)
         if self.label_arrays is not None and labels is not None:
-            for exec_, device_arrays in zip(self.execs, labels):
+            for exec_, device_arrays in zip(active, labels):
                 _copy_inputs(device_arrays, exec_, self.label_names)
         if is_train is None:
             is_train = self.for_training
-        for exec_ in self.execs:
+        self.num_active = None  # a failed forward leaves no short state behind
+        for exec_ in active:
             exec_.forward(is_train=is_train)
+        self.num_active = len(active) if len(active) < len(self.execs) else None
         return None
+
+    def _active_execs(self):
+        return self.execs if self.num_active is None else self.execs[:self.num_active]
 
     def backward(self, out_grads=None):
         """Backward on every device; ``out_grads`` is merged (stock) or one list per device."""
         per_device = [isinstance(grads, (list, tuple)) for grads in out_grads or []]
+        if self.num_active is not None:
+            raise RuntimeError("backward after a short batch (%d of %d devices ran forward, "
+                               "for inference): give every device samples to train"
+                               % (self.num_active, len(self.execs)))
         if not self.per_device or not any(per_device):
             return super().backward(out_grads)
         if not self.for_training:
@@ -318,9 +336,16 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
 
     def get_outputs(self, merge_multi_context=True, begin=0, end=None):
         """Outputs of the last forward; merging needs the devices' non-batch axes to agree."""
-        if not self.per_device or not merge_multi_context:
+        if self.num_active is not None:
+            end = self.num_outputs if end is None else end
+            outputs = [[exec_.outputs[i] for exec_ in self._active_execs()]
+                       for i in range(begin, end)]
+            if not merge_multi_context:
+                return outputs
+        elif not self.per_device or not merge_multi_context:
             return super().get_outputs(merge_multi_context, begin, end)
-        outputs = super().get_outputs(False, begin, end)
+        else:
+            outputs = super().get_outputs(False, begin, end)
         names = self.output_names[begin:end]
         return _merge_checked(outputs, self.output_layouts[begin:end], names, "output")
 
@@ -335,7 +360,24 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         """Update a metric; per-device labels (lists per device) count as pre-sliced."""
         if self.per_device and labels and isinstance(labels[0], (list, tuple)):
             pre_sliced = True
+        if self.num_active is not None:
+            return self._update_metric_short(eval_metric, labels, pre_sliced)
         return super().update_metric(eval_metric, labels, pre_sliced)
+
+    def _update_metric_short(self, eval_metric, labels, pre_sliced):
+        """A short batch's metric: the devices that ran, with their own labels.
+
+        Upstream: mxnet.module.executor_group.DataParallelExecutorGroup.update_metric
+        """
+        if not pre_sliced:
+            raise ValueError("a short batch's metric needs one list of labels per device that "
+                             "ran (%d), not merged labels" % self.num_active)
+        if len(labels) != self.num_active:
+            raise ValueError("update_metric got labels for %d devices but the last batch ran "
+                             "on %d" % (len(labels), self.num_active))
+        for exec_, device_labels in zip(self._active_execs(), labels):
+            eval_metric.update_dict(OrderedDict(zip(self.label_names, device_labels)),
+                                    OrderedDict(zip(self.output_names, exec_.outputs)))
 
 
 def is_device_batch(data_batch):

@@ -72,7 +72,7 @@ def test_labels_for_one_device_of_two_are_refused_and_nothing_is_copied(mod, for
     data, label = arrays()
     if form == "device-lists":
         refuses(mod, make_batch(form, data, label[:1]), "label has 1 device entries",
-                "2 contexts")
+                "its data has 2")
     else:
         refuses(mod, make_batch(form, data, [label[0], None]), "batch device 1 has no labels")
 
