@@ -271,14 +271,23 @@ def _max_shapes_per_device(max_data_shapes, max_label_shapes, input_names, num_d
 
 
 def _device_entries(spec, what, num_devices):
+    """Each device's max entries. The family's forms: one flat list; one list per context;
+    one list for every context (its testers' ``[[('data', ...)]]``, of which the fork read
+    element 0 alone); and pairs after the lists (its ``rois``), which count for every
+    device (the fork ignored them)."""
     entries = _iterable(spec, what)
-    if entries and all(_is_entry_list(e) for e in entries):
-        if len(entries) != num_devices:
-            raise ShapeSpecError("%s has %d per-device lists for %d contexts; expected %s; "
-                                 "got %r" % (what, len(entries), num_devices, _SHAPES_FORM,
-                                             spec))
-        return entries
-    return [entries] * num_devices
+    device_lists = [entry for entry in entries if _is_entry_list(entry)]
+    if not device_lists:
+        return [entries] * num_devices
+    shared = [entry for entry in entries if not _is_entry_list(entry)]
+    if len(device_lists) == 1:
+        device_lists = device_lists * num_devices
+    elif len(device_lists) != num_devices:
+        raise ShapeSpecError("%s has %d per-device lists for %d contexts; expected %s, or one "
+                             "list for every context; got %r" % (what, len(device_lists),
+                                                                 num_devices, _SHAPES_FORM,
+                                                                 spec))
+    return [list(device) + shared for device in device_lists]
 
 
 def _is_entry_list(value):

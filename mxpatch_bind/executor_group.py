@@ -156,7 +156,8 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         if self._exec_cache is None:
             self._new_cache()
         settings = current_settings()
-        wanted = [data_shapes.shapes_of(i) for i in range(len(self.execs))]
+        wanted = [self._with_inferred_inputs(data_shapes.shapes_of(i))
+                  for i in range(len(self.execs))]
         # Build every new executor before changing anything: a failed reshape leaves
         # the group on its previous shapes.
         new_execs = [self._ready_exec(i, shapes) for i, shapes in enumerate(wanted)]
@@ -171,6 +172,20 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         self.execs = new_execs
         self._commit(data_shapes)
         return None
+
+    def _with_inferred_inputs(self, wanted):
+        """``wanted`` and the shapes of the inputs it leaves out (labels of a batch without
+        labels: the family's testers bind a labelled test symbol with no label shapes), as
+        bind inferred them: ``Executor.reshape`` refuses an unnamed input whose shape changes."""
+        params = set(self.param_names)
+        unnamed = [name for name in self.arg_names if name not in wanted and name not in params]
+        if not unnamed:
+            return wanted
+        arg_shapes, _, _ = self.symbol.infer_shape_partial(**wanted)
+        inferred = dict(zip(self.arg_names, arg_shapes or ()))
+        known = {name: tuple(inferred[name]) for name in unnamed
+                 if inferred.get(name) and all(inferred[name])}
+        return dict(wanted, **known)
 
     def _ready_exec(self, device, wanted):
         """The executor ``device`` already has for ``wanted`` (current, base, cached), or None."""

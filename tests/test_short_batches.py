@@ -60,6 +60,15 @@ def reference_outputs(batch):
             for arrays in batch.data]
 
 
+def labelled_symbol_reference(data):
+    """Stock MXNet on one context: SYMBOL (with its label input) bound without labels."""
+    mod = mx.mod.Module(SYMBOL, context=device_contexts(1)[0])
+    mod.bind([("data", data.shape)], None, for_training=False)
+    mod.set_params(*PARAMS)
+    mod.forward(mx.io.DataBatch([data], None), is_train=False)
+    return mod.get_outputs()[0].asnumpy()
+
+
 @pytest.mark.parametrize("provide_label", [[None, None], None, []])
 def test_a_provide_label_of_none_per_device_runs_as_a_batch_without_labels(provide_label):
     mod = module(2)
@@ -226,3 +235,29 @@ def test_labels_on_some_of_a_short_batchs_devices_are_refused():
     batch.provide_label = [batch.provide_label[0], None]
     with pytest.raises(mxpatch_bind.BatchError, match="batch device 1 has no labels"):
         mod.forward(batch, is_train=False)
+
+
+@pytest.mark.filterwarnings("ignore:Data provided by label_shapes")
+def test_a_labelled_test_symbol_bound_without_labels_runs_images_of_every_size():
+    # deeplab's tester: label_names ['softmax_label'], provide_label one None per device,
+    # label [] and a short last batch; the label's shape follows each device's data.
+    mod = mx.mod.Module(SYMBOL, context=device_contexts(3))
+    mxpatch_bind.bind(mod, [[("data", s)] for s in SHAPES], [None] * 3, for_training=False)
+    mod.set_params(*PARAMS)
+    for shapes in ([(1, 3, 9, 7), (2, 3, 6, 6), (1, 3, 5, 8)], [(3, 3, 4, 4)]):
+        batch = loader_batch(shapes, seed=len(shapes))
+        batch.label = []
+        mod.forward(batch)
+        outputs = mod.get_outputs(merge_multi_context=False)[0]
+        assert len(outputs) == len(shapes)
+        for out, arrays in zip(outputs, batch.data):
+            assert np.array_equal(out.asnumpy(), labelled_symbol_reference(arrays[0]))
+
+
+@pytest.mark.filterwarnings("ignore:Data provided by label_shapes")
+def test_an_unlabelled_batch_of_new_sizes_on_a_module_bound_with_labels_runs():
+    mod = module(2, for_training=True)
+    batch = loader_batch([(1, 3, 9, 7), (3, 3, 6, 6)], seed=9)
+    mod.forward(batch, is_train=False)
+    for out, arrays in zip(mod.get_outputs(merge_multi_context=False)[0], batch.data):
+        assert np.array_equal(out.asnumpy(), labelled_symbol_reference(arrays[0]))
