@@ -36,7 +36,8 @@ def MutableModule(symbol: Any, data_names: Optional[Sequence[str]],
                   context: Any = _CPU, work_load_list: Optional[Sequence[float]] = None,
                   max_data_shapes: Optional[Sequence[Any]] = None,
                   max_label_shapes: Optional[Sequence[Any]] = None,
-                  fixed_param_prefix: Optional[Sequence[str]] = None) -> Any:
+                  fixed_param_prefix: Optional[Sequence[str]] = None,
+                  fixed_param_rule: str = 'substring') -> Any:
     """The fork's ``MutableModule``, as a stock ``mx.mod.Module`` that binds per device.
 
     Same parameters and defaults as ``core/module.py``'s ``MutableModule`` in
@@ -65,8 +66,12 @@ def MutableModule(symbol: Any, data_names: Optional[Sequence[str]],
         arrays are views). The fork read device 0's list only; here each device's own list
         is used (the fork's scripts pass the same list for every device).
     fixed_param_prefix : list of str
-        Default ``None``. Frozen parameters, by the fork's rule: every argument of ``symbol``
+        Default ``None``. Frozen parameters, by the copy's rule: every argument of ``symbol``
         whose name *contains* one of the strings (see :func:`fixed_param_names_from_prefix`).
+    fixed_param_rule : {'substring', 'startswith'}
+        Default ``'substring'``, the rule of Deformable-ConvNets, Relation Networks and
+        mx-rcnn (``prefix in name``). FCIS, FGFA, Deep-Feature-Flow and AdaScale froze by
+        ``name.startswith(prefix)``: pass ``'startswith'`` for their code (``docs/family.rst``).
 
     Returns
     -------
@@ -83,7 +88,8 @@ def MutableModule(symbol: Any, data_names: Optional[Sequence[str]],
     ShapeSpecError
         Malformed ``max_data_shapes`` / ``max_label_shapes``, or names that are not inputs.
     ValueError
-        ``work_load_list`` does not hold one positive number per context; unknown names.
+        ``work_load_list`` does not hold one positive number per context; unknown names;
+        an unknown ``fixed_param_rule``.
 
     Notes
     -----
@@ -110,7 +116,8 @@ def MutableModule(symbol: Any, data_names: Optional[Sequence[str]],
     >>> import mxpatch_bind; mxpatch_bind.uninstall()  # the doctest's own clean-up
     """
     contexts = _as_contexts(context)
-    fixed_param_names = fixed_param_names_from_prefix(symbol, fixed_param_prefix)
+    fixed_param_names = fixed_param_names_from_prefix(symbol, fixed_param_prefix,
+                                                      fixed_param_rule)
     _check_work_load_list(work_load_list, contexts)
     input_names = list(data_names or []) + list(label_names or [])
     max_shapes = _max_shapes_per_device(max_data_shapes, max_label_shapes, input_names,
@@ -180,19 +187,23 @@ def Module(symbol: Any, data_names: Optional[Sequence[str]] = ('data',),
     return module
 
 
-def fixed_param_names_from_prefix(symbol: Any,
-                                  fixed_param_prefix: Optional[Sequence[str]]) -> list[str]:
+def fixed_param_names_from_prefix(symbol: Any, fixed_param_prefix: Optional[Sequence[str]],
+                                  rule: str = 'substring') -> list[str]:
     """The parameters the fork's ``MutableModule`` froze for ``fixed_param_prefix``.
 
-    The fork's rule, kept exactly: every name in ``symbol.list_arguments()`` that *contains*
-    one of the strings (a substring match, not a prefix match: ``'gamma'`` freezes every
-    BatchNorm scale). The fork listed a name once per matching string; duplicates are
-    dropped here (the frozen set is the same), keeping the order of first match.
+    The copy's rule, kept exactly. ``'substring'`` (Deformable-ConvNets, Relation Networks,
+    mx-rcnn): every name in ``symbol.list_arguments()`` that *contains* one of the strings,
+    so ``'gamma'`` freezes every BatchNorm scale. ``'startswith'`` (FCIS, FGFA,
+    Deep-Feature-Flow, AdaScale): every name that begins with one. The fork listed a name
+    once per matching string; duplicates are dropped here (the frozen set is the same),
+    keeping the order of first match.
 
     Parameters
     ----------
     symbol : Symbol
     fixed_param_prefix : list of str or None
+    rule : {'substring', 'startswith'}
+        Default ``'substring'``.
 
     Returns
     -------
@@ -202,6 +213,8 @@ def fixed_param_names_from_prefix(symbol: Any,
     ------
     TypeError
         ``fixed_param_prefix`` is a str, or not a list of str.
+    ValueError
+        ``rule`` is neither ``'substring'`` nor ``'startswith'``.
 
     Examples
     --------
@@ -211,7 +224,13 @@ def fixed_param_names_from_prefix(symbol: Any,
     ...                        kernel=(3, 3), name='conv1'), name='bn_conv1')
     >>> fixed_param_names_from_prefix(net, ['conv1'])  # bn_conv1_* contain 'conv1' too
     ['conv1_weight', 'conv1_bias', 'bn_conv1_gamma', 'bn_conv1_beta']
+    >>> fixed_param_names_from_prefix(net, ['conv1', 'gamma'], rule='startswith')
+    ['conv1_weight', 'conv1_bias']
     """
+    matches_rule = _FIXED_PARAM_RULES.get(rule) if isinstance(rule, str) else None
+    if matches_rule is None:
+        raise ValueError("fixed_param_rule must be one of %s; got %r"
+                         % (sorted(_FIXED_PARAM_RULES), rule))
     if fixed_param_prefix is None:
         return []
     prefixes = None if isinstance(fixed_param_prefix, str) else _list_or_none(fixed_param_prefix)
@@ -219,8 +238,15 @@ def fixed_param_names_from_prefix(symbol: Any,
         raise TypeError("fixed_param_prefix must be a list of str, e.g. ['conv1', 'gamma']; "
                         "got %r" % (fixed_param_prefix,))
     matches = [name for name in symbol.list_arguments()
-               for prefix in prefixes if prefix in name]
+               for prefix in prefixes if matches_rule(name, prefix)]
     return list(dict.fromkeys(matches))
+
+
+# How each copy of the fork turned fixed_param_prefix into names (docs/family.rst).
+_FIXED_PARAM_RULES = {
+    "substring": lambda name, prefix: prefix in name,
+    "startswith": str.startswith,
+}
 
 
 # --------------------------------------------------------------------------- argument checks

@@ -80,7 +80,8 @@ def test_the_drop_ins_keep_the_forks_signatures_and_defaults():
     import inspect
     assert list(inspect.signature(MutableModule).parameters) == [
         "symbol", "data_names", "label_names", "logger", "context", "work_load_list",
-        "max_data_shapes", "max_label_shapes", "fixed_param_prefix"]
+        "max_data_shapes", "max_label_shapes", "fixed_param_prefix", "fixed_param_rule"]
+    assert inspect.signature(MutableModule).parameters["fixed_param_rule"].default == "substring"
     assert list(inspect.signature(Module).parameters) == [
         "symbol", "data_names", "label_names", "logger", "context", "work_load_list",
         "fixed_param_names", "state_names"]
@@ -110,6 +111,40 @@ def test_fixed_param_prefix_freezes_by_the_forks_substring_rule():
     assert fixed_param_names_from_prefix(symbol, prefixes) == list(dict.fromkeys(fork_rule))
     assert "bn_conv1_beta" in fork_rule  # a substring match: it does not start with conv1
     assert len(fork_rule) == len(set(fork_rule)) + 1  # bn_conv1_gamma matched twice
+
+
+def resnet_like_net():
+    """Parameters named as the family's ResNet-101 names them (a few of each kind)."""
+    net = mx.sym.Variable("data")
+    for name in ("conv1", "res2a_branch2a", "res3a_branch2a"):
+        net = mx.sym.Convolution(net, num_filter=2, kernel=(1, 1), name=name)
+        bn = "bn_" + name if name == "conv1" else "bn" + name[3:]
+        net = mx.sym.BatchNorm(net, name=bn)
+    return net
+
+
+@pytest.mark.parametrize("rule, frozen", [
+    ("substring", ["conv1_weight", "conv1_bias", "bn_conv1_gamma", "bn_conv1_beta",
+                   "res2a_branch2a_weight", "res2a_branch2a_bias", "bn2a_branch2a_gamma",
+                   "bn2a_branch2a_beta", "bn3a_branch2a_gamma", "bn3a_branch2a_beta"]),
+    ("startswith", ["conv1_weight", "conv1_bias", "bn_conv1_gamma", "bn_conv1_beta",
+                    "res2a_branch2a_weight", "res2a_branch2a_bias", "bn2a_branch2a_gamma",
+                    "bn2a_branch2a_beta"]),
+])
+def test_fixed_param_rule_freezes_as_each_copy_of_the_fork_froze(rule, frozen):
+    # The shipped configs' prefixes; under startswith, gamma and beta match nothing (FCIS).
+    prefixes = ["conv1", "bn_conv1", "res2", "bn2", "gamma", "beta"]
+    mod = MutableModule(resnet_like_net(), ["data"], None, fixed_param_prefix=prefixes,
+                        fixed_param_rule=rule)
+    assert sorted(mod._fixed_param_names) == sorted(frozen)
+
+
+@pytest.mark.parametrize("rule", ["prefix", "StartsWith", None, str.startswith])
+def test_an_unknown_fixed_param_rule_is_refused_before_installing(rule):
+    with pytest.raises(ValueError, match="fixed_param_rule must be one of"):
+        MutableModule(resnet_like_net(), ["data"], None, fixed_param_prefix=["conv1"],
+                      fixed_param_rule=rule)
+    assert not mxpatch_bind.is_installed()
 
 
 def test_frozen_parameters_do_not_move_and_the_others_train(contexts):
