@@ -337,3 +337,32 @@ def test_fit_with_a_missing_state_file_fails_before_binding(contexts, tmp_path):
     with pytest.raises(FileNotFoundError, match="no such optimizer-states file"):
         mod.fit(OneBatch(), num_epoch=1, state=str(tmp_path / "missing.states"))
     assert not mod.binded
+
+
+@pytest.mark.parametrize("max_data_shapes", [
+    [[("data", (1, 3, 16, 16))]],                              # rfcn/test_rcnn.py, has_rpn
+    [[("data", (1, 3, 16, 16))], ("rois", (1, 30, 5))],         # its rois, appended outside
+])
+def test_the_family_testers_max_data_shapes_count_for_every_context(contexts, max_data_shapes):
+    data, rois = mx.sym.Variable("data"), mx.sym.Variable("rois")
+    net = mx.sym.broadcast_add(
+        mx.sym.FullyConnected(mx.sym.Pooling(data, global_pool=True, kernel=(1, 1),
+                                             pool_type="avg"), num_hidden=2, name="fc"),
+        mx.sym.mean(mx.sym.flatten(rois), axis=1, keepdims=True))
+    mod = MutableModule(net, ["data", "rois"], None, context=contexts,
+                        max_data_shapes=max_data_shapes)
+    provide = [[("data", (1, 3, 8, 8 + i)), ("rois", (1, 20, 5))] for i in range(len(contexts))]
+    mod.bind(provide, [None] * len(contexts), for_training=False)
+    for device, exec_ in enumerate(mod._exec_group._default_execs):
+        assert exec_.arg_dict["data"].shape == (1, 3, 16, 16), device  # taken at the maximum
+        expected_rois = (1, 30, 5) if len(max_data_shapes) == 2 else (1, 20, 5)
+        assert exec_.arg_dict["rois"].shape == expected_rois, device
+    assert [[d.shape for d in device] for device in mod.data_shapes] == [
+        [s for _, s in device] for device in provide]
+
+
+def test_max_data_shapes_with_one_list_per_context_but_some_missing_is_refused(contexts):
+    three = [MAX_DATA] * (len(contexts) + 1)
+    with pytest.raises(ShapeSpecError, match="or one list for every context"):
+        MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                      max_data_shapes=three)
