@@ -12,6 +12,7 @@ per-device bind gives (``isinstance(module, mx.mod.Module)`` holds throughout).
 from __future__ import annotations
 
 import logging
+import math
 import numbers
 import os
 import types
@@ -21,6 +22,7 @@ import mxnet as mx
 from mxnet.io import DataDesc
 
 from .errors import ShapeSpecError
+from .transactions import all_or_nothing
 
 __all__ = ["MutableModule", "Module", "fixed_param_names_from_prefix"]
 
@@ -276,10 +278,16 @@ def _check_work_load_list(work_load_list, contexts):
     if work_load_list is None:
         return
     loads = _iterable(work_load_list, "work_load_list")
-    if len(loads) != len(contexts) or not all(
-            isinstance(w, numbers.Real) and w > 0 for w in loads):
-        raise ValueError("work_load_list must hold one positive number per context (%d); "
-                         "got %r" % (len(contexts), work_load_list))
+    if len(loads) != len(contexts) or not all(_is_load(w) for w in loads):
+        raise ValueError("work_load_list must hold one finite positive number per context "
+                         "(%d); got %r" % (len(contexts), work_load_list))
+
+
+def _is_load(value):
+    # bool is a number to Python, but work_load_list=[True, 2] is a mistake; inf and NaN
+    # reach MXNet's slicing as NaN ("cannot convert float NaN to integer").
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and math.isfinite(value) and value > 0)
 
 
 def _max_shapes_per_device(max_data_shapes, max_label_shapes, input_names, num_devices):
@@ -371,9 +379,13 @@ def _max_shape_bind(max_shapes):
         if self.binded and not force_rebind:
             return class_bind(self, data_shapes, label_shapes, for_training, inputs_need_grad,
                               force_rebind, shared_module, grad_req)
-        class_bind(self, _at_max(data_shapes, max_shapes), _at_max(label_shapes, max_shapes),
-                   for_training, inputs_need_grad, force_rebind, shared_module, grad_req)
-        self.reshape(data_shapes, label_shapes)
+        # Two steps, one transition: a reshape refused after the bind at the maximum (a
+        # misspelt name, a zero batch) leaves the module as constructed, unbound.
+        with all_or_nothing(self):
+            class_bind(self, _at_max(data_shapes, max_shapes),
+                       _at_max(label_shapes, max_shapes), for_training, inputs_need_grad,
+                       force_rebind, shared_module, grad_req)
+            self.reshape(data_shapes, label_shapes)
         return None
 
     return bind

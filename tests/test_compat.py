@@ -248,13 +248,62 @@ def test_a_bind_for_another_number_of_devices_is_refused_and_leaves_the_module_u
     assert not mod.binded
 
 
-@pytest.mark.parametrize("work_load_list", [[1], [1, 0], [1, "x"]])
+@pytest.mark.parametrize("bad_data_shapes, bad_label_shapes", [
+    ([[("image", (1, 3, 10, 14))], [("data", (1, 3, 16, 9))]], PER_DEVICE_LABEL),  # misspelt
+    ([[("data", (1, 3, 10))], [("data", (1, 3, 16, 9))]], PER_DEVICE_LABEL),      # a rank less
+    ([[("data", (1, 3, 10, 14, 1))], [("data", (1, 3, 16, 9))]], PER_DEVICE_LABEL),  # one more
+    ([[("data", (0, 3, 10, 14))], [("data", (1, 3, 16, 9))]],
+     [[("softmax_label", (0,))], [("softmax_label", (1,))]]),                        # no samples
+    ([[("data", (-1, 3, 10, 14))], [("data", (1, 3, 16, 9))]], PER_DEVICE_LABEL),    # negative
+])
+def test_a_refused_first_bind_leaves_the_module_as_constructed(contexts, bad_data_shapes,
+                                                                bad_label_shapes):
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=MAX_DATA)
+    cls, attributes = type(mod), dict(vars(mod))
+    with pytest.raises(ShapeSpecError):
+        mod.bind(bad_data_shapes, bad_label_shapes)
+    assert not mod.binded and type(mod) is cls and mod._exec_group is None
+    assert vars(mod) == attributes
+    mod.bind(PER_DEVICE_DATA, PER_DEVICE_LABEL)  # and it still binds
+    assert [[d.shape for d in device] for device in mod.data_shapes] == [
+        [s for _, s in device] for device in PER_DEVICE_DATA]
+
+
+@pytest.mark.parametrize("fault", [mx.base.MXNetError("out of memory"), KeyboardInterrupt()])
+def test_a_failure_after_the_bind_at_the_maximum_leaves_the_module_as_constructed(
+        contexts, fault, monkeypatch):
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=MAX_DATA)
+    cls, attributes = type(mod), dict(vars(mod))
+
+    def failing_reshape(module, spec):
+        assert module.binded  # the bind at the maximum has happened: undo it
+        raise fault
+
+    from mxpatch_bind import binding
+    monkeypatch.setattr(binding, "_reshape_per_device", failing_reshape)
+    with pytest.raises(type(fault)):
+        mod.bind(PER_DEVICE_DATA, PER_DEVICE_LABEL)
+    assert not mod.binded and type(mod) is cls and vars(mod) == attributes
+
+
+@pytest.mark.parametrize("work_load_list", [
+    [1], [1, 0], [1, "x"], [1, float("inf")], [1, float("nan")], [1, -1], [True, 1],
+    [1, np.float64("inf")], [1, 1, 1]])
 def test_a_work_load_list_without_one_positive_number_per_context_is_refused(contexts,
                                                                              work_load_list):
-    with pytest.raises(ValueError, match="one positive number per context"):
+    with pytest.raises(ValueError, match="one finite positive number per context"):
         MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
                       work_load_list=work_load_list)
     assert not mxpatch_bind.is_installed()
+
+
+@pytest.mark.parametrize("work_load_list", [[1, 2], [0.5, 1e-3], [np.int64(3), np.float32(1)]])
+def test_finite_positive_work_loads_are_accepted(contexts, work_load_list):
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        work_load_list=work_load_list)
+    assert list(mod._work_load_list) == list(work_load_list)
 
 
 # --------------------------------------------------------------------------- optimizer, fit
