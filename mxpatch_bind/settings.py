@@ -136,3 +136,13 @@ def _default_threads():
     except AttributeError:  # not on Linux
         cpus = os.cpu_count() or 1
     return max(1, min(cpus, MAX_DEFAULT_RESHAPE_THREADS))
+
+
+def _after_fork_in_child():
+    # The lock may have been held by a parent thread that does not exist in the child.
+    global _LOCK
+    _LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

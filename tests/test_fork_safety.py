@@ -204,3 +204,49 @@ def test_a_child_forked_from_a_settled_patch_keeps_the_parents_wrappers():
         mxpatch_bind.uninstall()
     """)
     assert "child exit 0" in lines, lines
+
+
+@pytest.mark.parametrize("lock", ["settings", "parallel"])
+def test_a_child_forked_while_another_thread_holds_a_settings_or_pool_lock_reshapes(lock):
+    # The child reads the settings and takes the reshape pool: a lock its parent's thread
+    # held at the fork would never be released there.
+    lines = _run("""
+        from mxpatch_bind import parallel, settings
+        held = {'settings': settings, 'parallel': parallel}[%r]
+        taken, release = threading.Event(), threading.Event()
+
+        def holder():
+            with held._LOCK:
+                taken.set()
+                release.wait()
+
+        threading.Thread(target=holder, daemon=True).start()
+        taken.wait()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                mxpatch_bind.configure(reshape_threads=2)
+                mod = mx.mod.Module(NET, label_names=None, context=[mx.cpu(i) for i in range(4)])
+                mxpatch_bind.bind(mod, [[('data', (1, 4))]] * 4, for_training=False)
+                mxpatch_bind.reshape(mod, [[('data', (i + 2, 4))] for i in range(4)])
+                shapes = [e.arg_dict['data'].shape for e in mod._exec_group.execs]
+                assert shapes == [(i + 2, 4) for i in range(4)], shapes
+            except BaseException:
+                traceback.print_exc()
+                sys.stderr.flush()
+                os._exit(3)
+            os._exit(0)
+        deadline = time.monotonic() + %d
+        while time.monotonic() < deadline:
+            done, code = os.waitpid(pid, os.WNOHANG)
+            if done:
+                print('child exit', os.waitstatus_to_exitcode(code), flush=True)
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            print('child hung', flush=True)
+        release.set()
+    """ % (lock, CHILD_LIMIT_S))
+    assert "child exit 0" in lines, lines
