@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import types
 
 import mxnet as mx
 import numpy as np
@@ -145,6 +146,23 @@ def test_versions_not_proven_safe_reshape_one_device_after_another(version, monk
         monkeypatch.setattr(executor_group, "_reshape_executor", recorded)
     mxpatch_bind.reshape(mod, *per_device_spec(never_seen_shapes(1)[0]))
     assert seen == [threading.get_ident()] * len(CONTEXTS)
+
+
+@pytest.mark.parametrize("gpu_devices", [1, 4])
+def test_gpu_executors_reshape_one_device_after_another(gpu_devices, monkeypatch):
+    # A GPU reshape runs on the device its thread selected, which nothing here can check:
+    # with any GPU executor among them, the reshapes stay serial. (No GPU here: the
+    # executors' contexts are made to read as GPUs; nothing runs on them.)
+    mxpatch_bind.configure(reshape_threads=4)
+    monkeypatch.setattr(mx, "__version__", "1.9.1")
+    bases = [types.SimpleNamespace(_ctx=mx.gpu(i) if i < gpu_devices else mx.cpu(i),
+                                   _monitor_callback=None, _group2ctx=None)
+             for i in range(4)]
+    assert not executor_group._can_reshape_concurrently(bases)
+    for base in bases:
+        base._ctx = mx.cpu(0)
+    assert executor_group._can_reshape_concurrently(bases)  # the same bases, on CPUs
+    assert not executor_group._can_reshape_concurrently(bases[:3])  # too few to pay
 
 
 def test_a_monitored_executor_reshapes_one_device_after_another(monkeypatch):

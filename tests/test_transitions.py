@@ -48,9 +48,16 @@ class InjectedFailure(mx.base.MXNetError):
     """What the injected MXNet failure raises (an MXNetError, as out-of-memory would be)."""
 
 
+class InjectedInterrupt(KeyboardInterrupt):
+    """Ctrl-C arriving inside the executor call (a KeyboardInterrupt, not an Exception)."""
+
+
 @contextlib.contextmanager
-def mxnet_fails_at(call):
-    """Make the ``call``-th executor call (1-based) of the block raise; ``None``: never."""
+def mxnet_fails_at(call, fault=InjectedFailure):
+    """Make the ``call``-th executor call (1-based) of the block raise ``fault``; ``call``
+    ``None``: never. ``call`` may also be a ``(call, fault)`` pair."""
+    if isinstance(call, tuple):
+        call, fault = call
     originals = {
         (mx.sym.Symbol, "simple_bind"): mx.sym.Symbol.simple_bind,
         (mx.executor.Executor, "reshape"): mx.executor.Executor.reshape,
@@ -64,7 +71,7 @@ def mxnet_fails_at(call):
                 count[0] += 1
                 fails = count[0] == call
             if fails:
-                raise InjectedFailure("injected failure at executor call %d" % call)
+                raise fault("injected at executor call %d" % call)
             return original(*args, **kwargs)
         return call_or_fail
 
@@ -93,7 +100,8 @@ sizes_per_device = st.lists(st.integers(1, 4), min_size=2, max_size=2)
 flat_rows = st.sampled_from([2, 4, 6])
 forms = st.sampled_from(["stock", "per-device"])
 entries = st.sampled_from(["free", "method"])
-failures = st.one_of(st.none(), st.integers(1, 3))
+failures = st.one_of(st.none(), st.tuples(st.integers(1, 3),
+                                         st.sampled_from([InjectedFailure, InjectedInterrupt])))
 
 
 class Transitions(RuleBasedStateMachine):
@@ -150,7 +158,7 @@ class Transitions(RuleBasedStateMachine):
         try:
             with mxnet_fails_at(failure):
                 change()
-        except InjectedFailure:
+        except (InjectedFailure, InjectedInterrupt):
             assert_same_state(before, module_state(self.mod))
             if probe is not None:
                 self.mod.forward(self.batch("device-lists" if self.per_device() else "stock",
@@ -263,6 +271,49 @@ def test_a_reshape_back_to_stock_failing_on_the_second_device_leaves_the_module_
         mod.reshape([("data", (4, 3, 8, 8))], [("softmax_label", (4,))])
     assert_same_state(before, module_state(mod))
     mod.forward(device_lists_batch(shapes), is_train=False)
+    after = [o.asnumpy() for o in mod.get_outputs(merge_multi_context=False)[0]]
+    assert all(np.array_equal(a, b) for a, b in zip(before_outputs, after))
+
+
+def exec_caches(mod):
+    """The group's per-device executor caches and base executors, by identity and order."""
+    group = mod._exec_group
+    return ([list(cache.items()) for cache in group._exec_cache],
+            list(group._default_execs or []))
+
+
+@pytest.mark.parametrize("fault", [InjectedFailure, InjectedInterrupt])
+@pytest.mark.parametrize("step", ["_keep", "_collect_arrays"])
+def test_a_fault_after_a_cache_insert_or_the_executor_swap_leaves_the_module_as_it_was(
+        step, fault, monkeypatch):
+    # Bound large, so that later shapes are views (not new bases); B seen once before, so
+    # that reshaping to it again inserts it into the cache (_keep) before the fault.
+    big = [(2, 3, 10, 10), (3, 3, 10, 10)]
+    shape_b, shape_c = [(2, 3, 8, 8), (3, 3, 6, 6)], [(2, 3, 7, 7), (3, 3, 5, 5)]
+    mod = conv_module(big)
+    for shapes in (shape_b, shape_c):
+        mxpatch_bind.reshape(mod, [[("data", s)] for s in shapes],
+                             [[("softmax_label", (s[0],))] for s in shapes])
+    mod.forward(device_lists_batch(shape_c), is_train=False)
+    before_outputs = [o.asnumpy() for o in mod.get_outputs(merge_multi_context=False)[0]]
+    before, caches = module_state(mod), exec_caches(mod)
+    real = getattr(executor_group.PerDeviceExecutorGroup, step)
+    reached = []
+
+    def step_then_fault(self, *args, **kwargs):
+        result = real(self, *args, **kwargs)  # the step is done: the fault comes after it
+        reached.append(step)
+        raise fault("after %s" % step)
+
+    monkeypatch.setattr(executor_group.PerDeviceExecutorGroup, step, step_then_fault)
+    with pytest.raises(fault):
+        mxpatch_bind.reshape(mod, [[("data", s)] for s in shape_b],
+                             [[("softmax_label", (s[0],))] for s in shape_b])
+    monkeypatch.undo()
+    assert reached
+    assert_same_state(before, module_state(mod))
+    assert exec_caches(mod) == caches
+    mod.forward(device_lists_batch(shape_c), is_train=False)
     after = [o.asnumpy() for o in mod.get_outputs(merge_multi_context=False)[0]]
     assert all(np.array_equal(a, b) for a, b in zip(before_outputs, after))
 
