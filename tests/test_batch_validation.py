@@ -142,15 +142,26 @@ def test_a_device_with_no_data_is_refused(mod, form):
     refuses(mod, make_batch(form, data, label), "batch device 1 gives data []")
 
 
+@pytest.mark.parametrize("shape", [(3, 3, 6), (3, 3, 6, 6, 1), (3,)], ids=["one fewer",
+                                                                           "one more", "1-d"])
 @pytest.mark.parametrize("form", FORMS)
-def test_an_array_of_another_rank_is_refused(mod, form):
+def test_an_array_of_another_rank_is_refused(mod, form, shape):
     data, label = arrays()
-    data[1] = [mx.nd.ones((3, 3, 6))]
+    data[1] = [mx.nd.ones(shape)]
     refuses(mod, make_batch(form, data, label), "batch device 1, data input 'data'",
-            "(3, 3, 6)", "expected 4 axes")
+            repr(shape), "expected 4 axes")
 
 
-@pytest.mark.parametrize("dtype", [np.complex64, np.str_, object])
+@pytest.mark.parametrize("shape", [(3, 3), (3, 1)], ids=["one more", "one more, size 1"])
+def test_a_label_of_another_rank_is_refused(mod, shape):
+    data, label = arrays()
+    label[1] = [mx.nd.ones(shape)]
+    refuses(mod, make_batch("device-lists", data, label), "batch device 1, label input "
+            "'softmax_label'", "expected 1 axes")
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.str_, object, "datetime64[s]", np.bytes_,
+                                   "timedelta64[s]"])
 def test_numpy_arrays_of_dtypes_mxnet_cannot_hold_are_refused(mod, dtype):
     data, label = arrays()
     data[0] = [np.ones(SHAPES[0]).astype(dtype)]
@@ -165,10 +176,22 @@ def test_something_that_is_not_an_array_is_refused(mod):
             "expected an NDArray or a numpy array")
 
 
-def test_an_empty_axis_is_refused(mod):
+@pytest.mark.parametrize("shape", [(0, 3, 6, 6), (3, 0, 6, 6), (3, 3, 6, 0)])
+def test_an_empty_axis_is_refused(mod, shape):
     data, label = arrays()
-    data[1] = [np.zeros((0, 3, 6, 6), dtype=np.float32)]
-    refuses(mod, make_batch("device-lists", data, label), "batch device 1", "(0, 3, 6, 6)")
+    data[1] = [np.zeros(shape, dtype=np.float32)]
+    refuses(mod, make_batch("device-lists", data, label), "batch device 1", repr(shape),
+            "at least one element on every axis")
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int32, np.float16, np.float64])
+def test_numpy_arrays_of_every_dtype_mxnet_holds_are_accepted(mod, dtype):
+    data, label = arrays()
+    data[0] = [np.ones(SHAPES[0]).astype(dtype)]
+    mod.forward(make_batch("device-lists", data, label), is_train=False)
+    ref, _ = single_device_reference(SYMBOL, PARAMS, mx.nd.array(np.ones(SHAPES[0])),
+                                     label[0][0], for_training=False)
+    assert np.array_equal(mod.get_outputs(merge_multi_context=False)[0][0].asnumpy(), ref[0])
 
 
 def test_labels_holding_other_samples_than_the_data_are_refused(mod):
@@ -202,12 +225,20 @@ def test_a_stale_provide_data_names_the_device_and_input_not_incompatible_attr(m
     assert "Incompatible attr" not in str(error)
 
 
+@pytest.mark.parametrize("said", [(4,), (2,), (3, 1), (-3,), (3.0,), ("3",)])
 @pytest.mark.parametrize("form", FORMS)
-def test_a_provide_label_that_disagrees_with_the_labels_is_refused(mod, form):
+def test_a_provide_label_that_disagrees_with_the_labels_is_refused(mod, form, said):
     data, label = arrays()
-    provide = [[("softmax_label", (2,))], [("softmax_label", (4,))]]
+    provide = [[("softmax_label", (2,))], [("softmax_label", said)]]
     refuses(mod, make_batch(form, data, label, provide_label=provide),
-            "batch device 1, label input 'softmax_label'", "(4,)", "(3,)")
+            "batch device 1, label input 'softmax_label'", repr(said), "(3,)")
+
+
+def test_a_provide_label_with_numpy_integers_that_agree_is_accepted(mod):
+    data, label = arrays()
+    provide = [[("softmax_label", (np.int64(2),))], [("softmax_label", (np.int32(3),))]]
+    mod.forward(make_batch("device-lists", data, label, provide_label=provide), is_train=True)
+    assert [[d.shape for d in device] for device in mod.label_shapes] == [[(2,)], [(3,)]]
 
 
 def test_a_provide_data_naming_another_input_is_refused(mod):
