@@ -350,19 +350,17 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         return [list(zip(names, (out.shape for out in exec_.outputs))) for exec_ in self.execs]
 
     def get_outputs(self, merge_multi_context=True, begin=0, end=None):
-        """Outputs of the last forward; merging needs the devices' non-batch axes to agree."""
-        if self.num_active is not None:
-            end = self.num_outputs if end is None else end
-            outputs = [[exec_.outputs[i] for exec_ in self._active_execs()]
-                       for i in range(begin, end)]
-            if not merge_multi_context:
-                return outputs
-        elif not self.per_device or not merge_multi_context:
+        """Outputs of the last forward, of the devices it ran on; merging needs the devices'
+        non-batch axes to agree."""
+        if not self.per_device:
             return super().get_outputs(merge_multi_context, begin, end)
-        else:
-            outputs = super().get_outputs(False, begin, end)
-        names = self.output_names[begin:end]
-        return _merge_checked(outputs, self.output_layouts[begin:end], names, "output")
+        end = self.num_outputs if end is None else end
+        outputs = [[exec_.outputs[i] for exec_ in self._active_execs()]
+                   for i in range(begin, end)]
+        if not merge_multi_context:
+            return outputs
+        return _merge_checked(outputs, self.output_layouts[begin:end],
+                              self.output_names[begin:end], "output")
 
     def get_input_grads(self, merge_multi_context=True):
         """Input gradients; merging needs the devices' non-batch axes to agree."""
