@@ -58,6 +58,12 @@ FINGERPRINTS = {
         "1.8.0": "798f9c13dceaf2d6ff186095bbf571fde853dbfc8175a9f6ad35eea8064739c8",
         "1.9.1": "798f9c13dceaf2d6ff186095bbf571fde853dbfc8175a9f6ad35eea8064739c8",
     },
+    "mxnet.module.executor_group.DataParallelExecutorGroup.update_metric": {
+        "1.6.0": "d55f8fb60e4eb1d82b38f17122d83fff4742c382ab64840158036688b69f9192",
+        "1.7.0": "d55f8fb60e4eb1d82b38f17122d83fff4742c382ab64840158036688b69f9192",
+        "1.8.0": "d55f8fb60e4eb1d82b38f17122d83fff4742c382ab64840158036688b69f9192",
+        "1.9.1": "d55f8fb60e4eb1d82b38f17122d83fff4742c382ab64840158036688b69f9192",
+    },
     "mxnet.module.module.Module.bind": {
         "1.6.0": "29bee9b9e47f1cfd5802ac66c4e595806836573af681b5c48ce420a41db28b8a",
         "1.7.0": "29bee9b9e47f1cfd5802ac66c4e595806836573af681b5c48ce420a41db28b8a",
