@@ -25,6 +25,7 @@ KNOWN_COPIES = {
     "mxnet.module.module.Module.bind",
     "mxnet.module.module.Module.forward",  # how forward derives shapes from a batch
     "mxnet.module.executor_group.DataParallelExecutorGroup._collect_arrays",
+    "mxnet.module.executor_group.DataParallelExecutorGroup.update_metric",  # a short batch's
     "mxnet.module.bucketing_module.BucketingModule.switch_bucket",
     "mxnet.executor.Executor.reshape",
     "mxnet.executor.Executor.__init__",  # the lean reshape mirrors what it sets
