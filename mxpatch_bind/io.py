@@ -1,5 +1,6 @@
 """Per-device batches of variable-size samples (private; use ``mxpatch_bind.PerDeviceIter``)."""
 
+import copy
 import numbers
 
 import mxnet as mx
@@ -176,7 +177,14 @@ def _extremes(array):
 
 def _first_sample(dataset, declared, sizes):
     """Sample 0 of a lazy dataset, read once so that bad declarations fail in the constructor."""
-    fields = _inputs.as_fields(dataset[0], declared, 0)
+    try:
+        first = dataset[0]
+    except Exception as error:
+        name = type(dataset).__name__
+        raise DataLoadError("dataset[0] raised {}: {} (dataset {}, read in the constructor to "
+                            "check the declarations)".format(type(error).__name__, error, name),
+                            sample=0, dataset=name) from error
+    fields = _inputs.as_fields(first, declared, 0)
     _inputs.check_fields(fields, declared, 0)
     size = _inputs.sample_size(fields, declared, 0)
     if size != tuple(sizes[0]):
@@ -634,6 +642,8 @@ class PerDeviceIter(CurrentBatchIter):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        # copy.copy() hands over the original's own loader: the copy needs one of its own.
+        self._batches = copy.copy(self._batches)
         self._batches.start(self._plan, self._cursor)
 
     def _start_epoch(self, epoch):
