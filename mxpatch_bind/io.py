@@ -363,7 +363,9 @@ class PerDeviceIter(CurrentBatchIter):
         in shared CPU memory (``Context('cpu_shared', 0)``), as gluon
         DataLoader's are; without, on ``mx.cpu()``.
     prefetch : int, optional
-        Batches the workers prepare ahead (default ``2 * num_workers``).
+        Batches the workers prepare ahead (default ``2 * num_workers``; with
+        workers at least 1, so that the batch waited for is on its way while the
+        iterator watches the workers).
     balanced : bool, optional
         Per-device counts that even out padded work (default False).
     pad_to_multiple : int, optional
@@ -394,7 +396,12 @@ class PerDeviceIter(CurrentBatchIter):
         ``dtype`` is not supported; with ``inputs``: if the declarations
         clash, a sample is not a tuple or dict of the declared inputs, its
         fixed axes differ from sample 0's or its inputs disagree on its size,
-        or ``sizes`` does not give one row of integers >= 1 per sample.
+        or ``sizes`` does not give one row of integers >= 1 per sample; if
+        ``sizes`` or ``pad_to_multiple`` exceed ``2**31 - 1`` or a planned
+        device array would hold more elements than one MXNet array can.
+    DataLoadError
+        If sample 0, read in the constructor, raises (it names the sample and
+        the dataset). Batches that fail later: see :meth:`next`.
 
     Examples
     --------
