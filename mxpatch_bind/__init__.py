@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING
 
 from .errors import (
     BatchError,
+    DataLoadError,
     DataSpecError,
     PatchError,
     SettingsError,
     ShapeSpecError,
     UnsupportedMXNetError,
+    WorkerExitedError,
 )
 from .version import __version__
 
@@ -39,6 +41,8 @@ __all__ = [
     "PerDeviceIter",
     "Input",
     "DataSpecError",
+    "DataLoadError",
+    "WorkerExitedError",
     "image_size",
     "PerDevicePrefetchingIter",
     "PatchError",

@@ -6,6 +6,7 @@ one device into one padded array per input. It imports numpy only: it runs in th
 DataLoader's worker processes as well as in the main one.
 """
 
+import math
 import numbers
 from typing import Optional, Sequence, Tuple
 
@@ -57,7 +58,10 @@ class Input:
         be 0 (an image without boxes).
     pad_value : float, optional
         What fills the padding: 0 for images (default), an ignore label such
-        as 255 for segmentation maps, -1 for box rows.
+        as 255 for segmentation maps, -1 for box rows. It must be a value of
+        ``dtype``: for integer dtypes a whole number in the dtype's range (no
+        NaN or infinity); for float dtypes a number that neither overflows to
+        infinity nor vanishes to zero (it is rounded as data is).
     dtype : str, optional
         Type of the batch arrays (default ``'float32'``); one MXNet holds.
     layout : str, optional
@@ -68,7 +72,8 @@ class Input:
     ------
     DataSpecError
         If the name is empty, the axes are not distinct numbers >= 0 or
-        overlap, the pad value is not a number, or MXNet cannot hold ``dtype``.
+        overlap, the pad value is not a number or not a value of ``dtype``
+        (300, -1 or 0.5 in uint8), or MXNet cannot hold ``dtype``.
 
     Examples
     --------
@@ -91,6 +96,11 @@ class Input:
             raise DataSpecError("input {!r}: pad_value must be a number, got {!r}"
                                 .format(name, pad_value))
         np_dtype = check_dtype(dtype, "input {!r}: ".format(name))
+        if not _is_value_of(np_dtype, pad_value):
+            # np.full would silently wrap 300 to 44, -1 to 255, NaN to -2**31 and 0.5 to 0.
+            raise DataSpecError("input {!r}: pad_value {!r} is not a value of dtype {}: "
+                                "expected {}".format(name, pad_value, np_dtype,
+                                                     _values_of(np_dtype)))
         self.name = name
         self.size_axes: Tuple[int, ...] = size_axes
         self.variable_axes: Tuple[int, ...] = variable_axes
@@ -106,6 +116,35 @@ class Input:
     def min_rank(self):
         """The least sample rank the declared axes fit in."""
         return max(self.size_axes + self.variable_axes, default=-1) + 1
+
+
+def _is_value_of(dtype, value):
+    """Whether padding with ``value`` in ``dtype`` gives ``value`` (floats: to their rounding)."""
+    if dtype.kind in "biu":
+        low, high = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+        if isinstance(value, numbers.Integral):  # exact, however large: no float() rounding
+            return low <= int(value) <= high
+        return math.isfinite(value) and float(value).is_integer() and low <= value <= high
+    try:
+        value = float(value)
+    except OverflowError:  # an int past any float
+        return False
+    with np.errstate(over="ignore", under="ignore"):
+        converted = float(np.asarray(value, dtype=dtype))
+    if math.isfinite(value) and not math.isfinite(converted):
+        return False
+    return not (value != 0 and converted == 0)
+
+
+def _values_of(dtype):
+    if dtype.kind == "b":
+        return "0 or 1"
+    if dtype.kind in "iu":
+        return "a whole number from {} to {}".format(np.iinfo(dtype).min, np.iinfo(dtype).max)
+    info = np.finfo(dtype)
+    return "a number that stays finite and nonzero in {} (magnitude up to about {:g}, nonzero " \
+        "from {:g}), or NaN, or infinite".format(dtype, float(info.max),
+                                                float(info.smallest_subnormal))
 
 
 def check_dtype(dtype, where=""):

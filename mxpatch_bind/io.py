@@ -1,13 +1,16 @@
 """Per-device batches of variable-size samples (private; use ``mxpatch_bind.PerDeviceIter``)."""
 
+import copy
 import numbers
 
 import mxnet as mx
 import numpy as np
 
+from . import batch_loader as _batch_loader
 from . import inputs as _inputs
-from . import loading as _loading
+from . import limits as _limits
 from . import planning as _planning
+from .errors import DataLoadError
 from .inputs import DataSpecError, Input
 from .planning import PaddingStats
 
@@ -57,11 +60,15 @@ class _PerDeviceBatch(mx.io.DataBatch):
             type(self).__name__, shapes(self.data), shapes(self.label), self.pad)
 
 
-def _check_int(name, value, minimum=1):
-    """Return ``value`` when it is an integer >= ``minimum``, else raise DataSpecError naming it."""
+def _check_int(name, value, minimum=1, maximum=None, why=""):
+    """Return ``value`` when it is an integer in ``[minimum, maximum]``, else raise DataSpecError
+    naming it."""
     # bool is an Integral, but True devices is a mistake, not a count.
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise DataSpecError("{} must be an integer >= {}, got {!r}".format(name, minimum, value))
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum
+            or (maximum is not None and value > maximum)):
+        bounds = ">= {}".format(minimum) if maximum is None else \
+            ">= {} and <= {}{}".format(minimum, maximum, why)
+        raise DataSpecError("{} must be an integer {}, got {!r}".format(name, bounds, value))
     return int(value)
 
 
@@ -136,6 +143,8 @@ def _checked_samples(data, declared):
 
 def _checked_sizes(sizes, num_samples, num_axes):
     """Planned sizes from an ``(n, axes)`` array or a ``size_of(i)`` callable, checked."""
+    # An extent beyond what one MXNet array holds could never be loaded.
+    limit = _limits.max_array_elements()
     if callable(sizes):
         size_of = sizes
         rows = []
@@ -143,25 +152,39 @@ def _checked_sizes(sizes, num_samples, num_axes):
             size = size_of(index)
             if (not isinstance(size, (tuple, list, np.ndarray)) or len(size) != num_axes
                     or not all(isinstance(e, numbers.Integral) and not isinstance(e, bool)
-                               and e >= 1 for e in size)):
+                               and 1 <= e <= limit for e in size)):
                 raise DataSpecError("size_of({}) returned {!r}, expected a tuple of {} integers "
-                                    ">= 1 (the sample's extents on its size axes)".format(
-                                        index, size, num_axes))
+                                    ">= 1 and <= {} (the sample's extents on its size axes)"
+                                    .format(index, size, num_axes, limit))
             rows.append(tuple(int(e) for e in size))
         return np.array(rows, dtype=np.int64).reshape(num_samples, num_axes)
     array = np.asarray(sizes)
     if (array.shape != (num_samples, num_axes) or array.dtype.kind not in "iu"
-            or (array.size and array.min() < 1)):
-        raise DataSpecError("sizes must be integers >= 1 of shape {} (one row of size-axis "
-                            "extents per sample), got {} of dtype {} and shape {}".format(
-                                (num_samples, num_axes), type(sizes).__name__, array.dtype,
-                                array.shape))
+            or (array.size and (array.min() < 1 or array.max() > limit))):
+        raise DataSpecError("sizes must be integers >= 1 and <= {} of shape {} (one row of "
+                            "size-axis extents per sample), got {} of dtype {} and shape {}{}"
+                            .format(limit, (num_samples, num_axes), type(sizes).__name__,
+                                    array.dtype, array.shape, _extremes(array)))
     return array.astype(np.int64)
+
+
+def _extremes(array):
+    """``", from MIN to MAX"`` for a non-empty numeric array, else nothing."""
+    if not array.size or array.dtype.kind not in "iufb":
+        return ""
+    return ", from {} to {}".format(array.min(), array.max())
 
 
 def _first_sample(dataset, declared, sizes):
     """Sample 0 of a lazy dataset, read once so that bad declarations fail in the constructor."""
-    fields = _inputs.as_fields(dataset[0], declared, 0)
+    try:
+        first = dataset[0]
+    except Exception as error:
+        name = type(dataset).__name__
+        raise DataLoadError("dataset[0] raised {}: {} (dataset {}, read in the constructor to "
+                            "check the declarations)".format(type(error).__name__, error, name),
+                            sample=0, dataset=name) from error
+    fields = _inputs.as_fields(first, declared, 0)
     _inputs.check_fields(fields, declared, 0)
     size = _inputs.sample_size(fields, declared, 0)
     if size != tuple(sizes[0]):
@@ -340,7 +363,9 @@ class PerDeviceIter(CurrentBatchIter):
         in shared CPU memory (``Context('cpu_shared', 0)``), as gluon
         DataLoader's are; without, on ``mx.cpu()``.
     prefetch : int, optional
-        Batches the workers prepare ahead (default ``2 * num_workers``).
+        Batches the workers prepare ahead (default ``2 * num_workers``; with
+        workers at least 1, so that the batch waited for is on its way while the
+        iterator watches the workers).
     balanced : bool, optional
         Per-device counts that even out padded work (default False).
     pad_to_multiple : int, optional
@@ -371,7 +396,12 @@ class PerDeviceIter(CurrentBatchIter):
         ``dtype`` is not supported; with ``inputs``: if the declarations
         clash, a sample is not a tuple or dict of the declared inputs, its
         fixed axes differ from sample 0's or its inputs disagree on its size,
-        or ``sizes`` does not give one row of integers >= 1 per sample.
+        or ``sizes`` does not give one row of integers >= 1 per sample; if
+        ``sizes`` or ``pad_to_multiple`` exceed ``2**31 - 1`` or a planned
+        device array would hold more elements than one MXNet array can.
+    DataLoadError
+        If sample 0, read in the constructor, raises (it names the sample and
+        the dataset). Batches that fail later: see :meth:`next`.
 
     Examples
     --------
@@ -422,18 +452,20 @@ class PerDeviceIter(CurrentBatchIter):
             group_window = SHUFFLED_GROUP_WINDOW if self._shuffle else 1
         self._group_window = _check_int("group_window", group_window)
         self._seed = _check_int("seed", seed, minimum=0)
-        self._multiple = _check_int("pad_to_multiple", pad_to_multiple)
+        self._multiple = _check_int("pad_to_multiple", pad_to_multiple,
+                                    maximum=_limits.max_array_elements(),
+                                    why=" (the most elements one MXNet array holds)")
         num_workers = _check_int("num_workers", num_workers, minimum=0)
         if prefetch is not None:
             prefetch = _check_int("prefetch", prefetch, minimum=0)
-        source, self._declared, self._sizes, reference_shapes = _read_form(
+        source, self._declared, self._sizes, self._reference_shapes = _read_form(
             data, label, inputs, label_inputs, sizes, data_name, label_name, dtype, layout)
         self._num_data = len(inputs) if inputs is not None else 1
         self.data_name = data_name
         self.label_name = label_name
-        self._loader, self._sampler = _loading.make_loader(
-            source, self._declared, reference_shapes, self._num_devices, num_workers,
-            prefetch)
+        self._batches = _batch_loader.BatchLoader(
+            source, self._declared, self._reference_shapes, self._sizes, self._num_devices,
+            num_workers, prefetch)
         super().__init__(batch_size=self._num_devices * self._batch_per_device)
         self._start_epoch(0)
 
@@ -507,6 +539,10 @@ class PerDeviceIter(CurrentBatchIter):
     def reset(self):
         """Start the next epoch: reshuffle when ``shuffle``, then regroup.
 
+        After a failed batch (:class:`~mxpatch_bind.DataLoadError`, ``DataSpecError``), the
+        next epoch is a full one; with workers, on a new DataLoader when the failure ended
+        the old one's workers.
+
         Examples
         --------
         >>> import numpy as np
@@ -520,8 +556,11 @@ class PerDeviceIter(CurrentBatchIter):
         self._start_epoch(self._epoch + 1)
 
     def iter_next(self):
-        """Move to the next batch; return False at the end of the epoch."""
-        if self._cursor >= len(self._plan):
+        """Move to the next batch; return False at the end of the epoch.
+
+        Raises the failure of a batch that could not be loaded, as :meth:`next` does.
+        """
+        if self._failure is None and self._cursor >= len(self._plan):
             return False
         self._current = self._upcoming()
         self._pending = None
@@ -542,7 +581,20 @@ class PerDeviceIter(CurrentBatchIter):
         Raises
         ------
         StopIteration
-            At the end of the epoch; call :meth:`reset` to start another.
+            At the end of the epoch, and only there; call :meth:`reset` to start another.
+        DataLoadError
+            The batch could not be loaded: ``dataset[i]`` or a transform raised (the error
+            names the sample, the batch and the dataset, and is chained to the dataset's
+            exception), or a worker process died or got stuck
+            (:class:`~mxpatch_bind.WorkerExitedError` names its exit code).
+        DataSpecError
+            A lazily loaded sample does not fit its declarations or its declared size.
+
+        Notes
+        -----
+        After a failed batch, every later call (and ``provide_data`` /
+        ``provide_label``) raises the same error again, until :meth:`reset`: the epoch
+        never ends early, nor goes on without the batch.
 
         Examples
         --------
@@ -588,29 +640,58 @@ class PerDeviceIter(CurrentBatchIter):
         return _planning.padding_stats(self._plan, self._sizes, self._num_devices,
                                        self._multiple)
 
+    def __getstate__(self):
+        # The DataLoader (its worker pool) stays behind: the copy opens its own, and loads
+        # from the batch this iterator would load next.
+        state = self.__dict__.copy()
+        state["_pending"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        # copy.copy() hands over the original's own loader: the copy needs one of its own.
+        self._batches = copy.copy(self._batches)
+        self._batches.start(self._plan, self._cursor)
+
     def _start_epoch(self, epoch):
         """Plan every batch of ``epoch``, point the loader at the plan, rewind."""
         num_samples = len(self._sizes)
         rng = np.random.default_rng([self._seed, epoch]) if self._shuffle else None
         order = rng.permutation(num_samples) if rng is not None else np.arange(num_samples)
-        self._plan = _planning.plan_epoch(
+        plan = _planning.plan_epoch(
             order, self._sizes, num_devices=self._num_devices,
             batch_per_device=self._batch_per_device, grouping=self._grouping,
             group_window=self._group_window, balanced=self._balanced,
             multiple=self._multiple, rng=rng)
-        self._sampler.plans = self._plan
-        self._loaded = iter(self._loader)
+        _limits.check_plan(plan, self._declared, self._reference_shapes, self._multiple)
+        self._batches.start(plan)
+        self._plan = plan
         self._epoch = epoch
         self._cursor = 0
-        self._current = self._pending = None
+        self._current = self._pending = self._failure = None
 
     def _upcoming(self):
         """The batch :meth:`next` returns next (the last one once the epoch is exhausted)."""
+        if self._failure is not None:
+            raise self._failure
         if self._cursor >= len(self._plan):
             return self._current
         if self._pending is None:
-            self._pending = self._build_batch(self._plan[self._cursor], next(self._loaded))
+            self._pending = self._build_batch(self._plan[self._cursor], self._load())
         return self._pending
+
+    def _load(self):
+        """The loader's next batch; a failure is kept, to be raised until :meth:`reset`."""
+        try:
+            return self._batches.load()
+        except (DataLoadError, DataSpecError) as error:
+            self._failure = error
+            raise
+        except BaseException as error:  # an interrupt: the batch is lost with the loader
+            self._failure = DataLoadError(
+                "loading batch {} was interrupted by {}; call reset() to start a new epoch"
+                .format(self._cursor, type(error).__name__), batch=self._cursor)
+            raise
 
     def _build_batch(self, plan, packed):
         """The loader's per-device arrays as NDArrays of the declared dtypes, with descs."""

@@ -11,41 +11,56 @@ import struct
 from typing import NamedTuple, Tuple
 
 from . import inputs as _inputs
+from .errors import DataLoadError
 
 __all__ = ["Slot", "PlannedSampler", "KeyedDataset", "PerDevicePacker", "make_loader",
            "image_size"]
 
 
 class Slot(NamedTuple):
-    """One sample's place in a planned batch: device, dataset index, the device's size."""
+    """One sample's place in a planned batch: device, dataset index, the device's size, the
+    size the sample was declared to have, and the batch's position in the epoch."""
 
     device: int
     sample: int
     size: Tuple[int, ...]
+    declared_size: Tuple[int, ...]
+    batch: int
 
 
 class PlannedSampler:
-    """A gluon batch sampler over an epoch's plan: per batch, its slots in flat order."""
+    """A gluon batch sampler over an epoch's plan from batch ``start``: per batch, its slots.
 
-    def __init__(self):
+    ``sizes`` are the samples' declared sizes, which each slot carries so that the sample
+    is checked against them where it is decoded.
+    """
+
+    def __init__(self, sizes):
+        self.sizes = sizes
         self.plans = []
+        self.start = 0
 
     def __iter__(self):
-        for plan in self.plans:
-            yield [Slot(device, int(index), tuple(size))
+        for batch in range(self.start, len(self.plans)):
+            plan = self.plans[batch]
+            yield [Slot(device, int(index), tuple(size),
+                        tuple(int(extent) for extent in self.sizes[index]), batch)
                    for device, (indices, size) in enumerate(zip(plan.device_indices,
                                                                 plan.device_sizes))
                    for index in indices]
 
     def __len__(self):
-        return len(self.plans)
+        return len(self.plans) - self.start
 
 
 class KeyedDataset:
     """The user's dataset read by slot: ``(slot, checked arrays of dataset[slot.sample])``.
 
     ``dataset[i]`` runs where the DataLoader calls it (a worker process when
-    ``num_workers > 0``), so decoding and transforms run there too.
+    ``num_workers > 0``), so decoding and transforms run there too. What it raises comes
+    back as a :class:`DataLoadError` naming the sample, the batch and the dataset; a sample
+    whose size is not the one declared for it is a ``DataSpecError``, on every batch: a size
+    that says more than the sample holds would otherwise pad it silently.
     """
 
     def __init__(self, dataset, declared, reference_shapes):
@@ -57,9 +72,25 @@ class KeyedDataset:
         return len(self._dataset)
 
     def __getitem__(self, slot):
-        fields = _inputs.as_fields(self._dataset[slot.sample], self._declared, slot.sample)
+        sample = self._read(slot)
+        fields = _inputs.as_fields(sample, self._declared, slot.sample)
         _inputs.check_fields(fields, self._declared, slot.sample, self._reference_shapes)
+        size = _inputs.sample_size(fields, self._declared, slot.sample)
+        if size != slot.declared_size:
+            raise _inputs.DataSpecError(
+                "the sizes given say sample {} is {}, but it has size {} on its size axes "
+                "(batch {})".format(slot.sample, slot.declared_size, size, slot.batch))
         return slot, fields
+
+    def _read(self, slot):
+        try:
+            return self._dataset[slot.sample]
+        except Exception as error:
+            name = type(self._dataset).__name__
+            raise DataLoadError("dataset[{}] raised {}: {} (dataset {}, batch {} of the epoch)"
+                                .format(slot.sample, type(error).__name__, error, name,
+                                        slot.batch),
+                                batch=slot.batch, sample=slot.sample, dataset=name) from error
 
 
 class PerDevicePacker:
@@ -98,11 +129,11 @@ class PerDevicePacker:
         return packed
 
 
-def make_loader(dataset, declared, reference_shapes, num_devices, num_workers, prefetch):
+def make_loader(dataset, declared, reference_shapes, sizes, num_devices, num_workers, prefetch):
     """A DataLoader yielding, per planned batch, per device, the packed arrays; its sampler."""
     import mxnet as mx
 
-    sampler = PlannedSampler()
+    sampler = PlannedSampler(sizes)
     loader = mx.gluon.data.DataLoader(
         KeyedDataset(dataset, declared, reference_shapes), batch_sampler=sampler,
         batchify_fn=PerDevicePacker(declared, num_devices, in_shared_memory=num_workers > 0),

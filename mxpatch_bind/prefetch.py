@@ -9,8 +9,10 @@ wraps a single iterator, fetches its batches on one thread, and hands each batch
 unchanged, its own ``provide_data`` / ``provide_label`` included.
 """
 
+import atexit
 import queue
 import threading
+import weakref
 from typing import Any, Optional
 
 from .io import CurrentBatchIter
@@ -18,6 +20,12 @@ from .io import CurrentBatchIter
 __all__ = ["PerDevicePrefetchingIter"]
 
 _BATCH, _END, _ERROR = "batch", "end", "error"
+# How long close() waits for the thread to end. A thread still inside the wrapped iterator's
+# next() is left to drop its late result and end there (it is a daemon thread).
+CLOSE_WAIT_S = 1.0
+# Fetchers whose thread may still run: told to stop at interpreter exit, so that none starts
+# another fetch while the interpreter (and MXNet's engine) shuts down.
+_LIVE: "weakref.WeakSet[_EpochFetcher]" = weakref.WeakSet()
 
 
 class _EpochFetcher:
@@ -32,6 +40,7 @@ class _EpochFetcher:
         self._thread = threading.Thread(target=self._run, args=(data_iter,), daemon=True,
                                         name="PerDevicePrefetchingIter")
         self._thread.start()
+        _LIVE.add(self)
 
     def _run(self, data_iter):
         while True:
@@ -44,6 +53,8 @@ class _EpochFetcher:
                 item = (_END, None)
             except BaseException as error:  # handed to the consumer, who re-raises it
                 item = (_ERROR, error)
+            if self._stopping.is_set():  # stopped during the fetch: nobody takes it any more
+                return
             self._items.put(item)
             if item[0] != _BATCH:
                 return
@@ -54,11 +65,19 @@ class _EpochFetcher:
         self._slots.release()
         return item
 
-    def stop(self):
-        """End the thread (after the fetch in progress, if any) and wait for it."""
-        self._stopping.set()
-        self._slots.release()  # wake a thread waiting for a slot
-        self._thread.join()
+    def signal_stop(self):
+        """Tell the thread to end (after the fetch in progress, if any); do not wait."""
+        if not self._stopping.is_set():
+            self._stopping.set()
+            self._slots.release()  # wake a thread waiting for a slot
+            # Wake a consumer waiting in take() on another thread.
+            self._items.put((_ERROR, RuntimeError("PerDevicePrefetchingIter is closed")))
+
+    def stop(self, timeout=None):
+        """End the thread and wait for it, at most ``timeout`` seconds; whether it ended."""
+        self.signal_stop()
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
 
 class PerDevicePrefetchingIter(CurrentBatchIter):
@@ -99,10 +118,13 @@ class PerDevicePrefetchingIter(CurrentBatchIter):
     Notes
     -----
     The thread is ended by :meth:`close` (or leaving a ``with`` block), by
-    :meth:`reset` (before the new epoch's thread starts), and when the iterator is
-    garbage-collected; it is a daemon thread, so it never holds up the interpreter's exit.
-    Only the thread ever calls the wrapped iterator's ``next()``; its ``reset()`` and
-    properties are used only while no thread runs.
+    :meth:`reset` (before the new epoch's thread starts), when the iterator is
+    garbage-collected, and at interpreter exit; it is a daemon thread, so it never holds
+    up the interpreter's exit. :meth:`close` waits for it at most ``CLOSE_WAIT_S`` (1 s)
+    and garbage collection not at all: a thread still inside a stalled wrapped ``next()``
+    ends when that call returns, and drops its late batch. Only the thread ever calls the
+    wrapped iterator's ``next()``; its ``reset()`` and properties are used only while no
+    thread runs, so :meth:`reset` waits for a stalled ``next()`` to return.
 
     Examples
     --------
@@ -127,6 +149,7 @@ class PerDevicePrefetchingIter(CurrentBatchIter):
         self._data_iter = data_iter
         self._depth = depth
         self._fetcher: Optional[_EpochFetcher] = None
+        self._closed_fetchers: list = []
         self._start_epoch()
 
     # ----------------------------------------------------------------- the DataIter contract
@@ -141,8 +164,15 @@ class PerDevicePrefetchingIter(CurrentBatchIter):
         return self._shapes("provide_label", 1)
 
     def reset(self) -> None:
-        """Stop fetching, reset the wrapped iterator, and start fetching the next epoch."""
+        """Stop fetching, reset the wrapped iterator, and start fetching the next epoch.
+
+        It waits for the wrapped iterator's ``next()`` in progress, if any, to return: the
+        wrapped iterator is reset only while no thread uses it.
+        """
         self._stop_fetcher()
+        for fetcher in self._closed_fetchers:
+            fetcher.stop()
+        self._closed_fetchers = []
         self._data_iter.reset()
         self._start_epoch()
 
@@ -177,9 +207,19 @@ class PerDevicePrefetchingIter(CurrentBatchIter):
 
     # ----------------------------------------------------------------- life cycle
     def close(self) -> None:
-        """End the prefetch thread; later calls to :meth:`next` raise ``RuntimeError``."""
-        self._stop_fetcher()
+        """End the prefetch thread; later calls to :meth:`next` raise ``RuntimeError``.
+
+        Returns within ``CLOSE_WAIT_S`` (1 s), even when the wrapped iterator's ``next()``
+        is stalled; that thread then ends when the call returns, and drops its batch.
+        """
+        fetcher, self._fetcher = self._fetcher, None
+        if fetcher is not None and not fetcher.stop(CLOSE_WAIT_S):
+            self._closed_fetchers.append(fetcher)  # reset() waits for it
         self._lookahead = (_ERROR, RuntimeError("PerDevicePrefetchingIter is closed"))
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("PerDevicePrefetchingIter cannot be pickled or copied: it owns a thread; "
+                        "copy the iterator it wraps and wrap the copy in a new one")
 
     def __enter__(self):
         return self
@@ -189,7 +229,10 @@ class PerDevicePrefetchingIter(CurrentBatchIter):
         return False
 
     def __del__(self):
-        self._stop_fetcher()
+        # Never wait here: the collector may run in any thread, at any moment.
+        fetcher = getattr(self, "_fetcher", None)
+        if fetcher is not None:
+            fetcher.signal_stop()
 
     # ----------------------------------------------------------------- implementation
     def _start_epoch(self):
@@ -219,3 +262,12 @@ class PerDevicePrefetchingIter(CurrentBatchIter):
             if shapes is not None:
                 return shapes
         return self._epoch_shapes[fallback_index]
+
+
+@atexit.register
+def _stop_all_at_exit():
+    fetchers = list(_LIVE)
+    for fetcher in fetchers:
+        fetcher.signal_stop()
+    for fetcher in fetchers:
+        fetcher.stop(CLOSE_WAIT_S / max(1, len(fetchers)))

@@ -252,7 +252,7 @@ GOOD = dict(data=detection_samples(2), num_devices=2, batch_per_device=1,
      r"sample 0: input 'seg_label' has size \(4, 5\) on its size axes, input 'data' has \(4, 4\)"),
     (dict(data=[]), "data is empty"),
     (dict(data=5), "data must be a sequence or dataset"),
-    (dict(pad_to_multiple=0), "pad_to_multiple must be an integer >= 1, got 0"),
+    (dict(pad_to_multiple=0), "pad_to_multiple must be an integer >= 1 and <= 2147483647 .*, got 0"),
     (dict(num_workers=-1), "num_workers must be an integer >= 0, got -1"),
     (dict(prefetch=1.5), r"prefetch must be an integer >= 0, got 1\.5"),
 ])

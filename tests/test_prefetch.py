@@ -210,3 +210,132 @@ def test_the_module_s_examples_run():
     from mxpatch_bind import prefetch
     result = doctest.testmod(prefetch)
     assert result.attempted > 0 and result.failed == 0
+
+
+# --------------------------------------------------------------------------- stalled next()
+class StallsAtBatch(mx.io.DataIter):
+    """``next()`` blocks at one position until ``release`` is set (a stuck read)."""
+
+    def __init__(self, inner, position):
+        super().__init__(inner.batch_size)
+        self.inner, self.position, self.served = inner, position, 0
+        self.stalled, self.release, self.returned = (threading.Event(), threading.Event(),
+                                                     threading.Event())
+
+    provide_data = property(lambda self: self.inner.provide_data)
+    provide_label = property(lambda self: self.inner.provide_label)
+
+    def reset(self):
+        self.inner.reset()
+        self.served = 0
+
+    def next(self):
+        if self.served == self.position:
+            self.stalled.set()
+            self.release.wait(WAIT_S)
+            self.returned.set()
+        self.served += 1
+        return self.inner.next()
+
+
+def test_close_returns_in_bounded_time_while_the_wrapped_next_is_stalled():
+    from mxpatch_bind import prefetch
+    stalling = StallsAtBatch(loader(), position=1)
+    prefetched = PerDevicePrefetchingIter(stalling)
+    prefetched.next()
+    assert stalling.stalled.wait(WAIT_S)
+
+    started = time.monotonic()
+    prefetched.close()
+
+    assert time.monotonic() - started < prefetch.CLOSE_WAIT_S + 2
+    with pytest.raises(RuntimeError, match="closed"):
+        prefetched.next()
+    stalling.release.set()
+    wait_until(lambda: not any(t.is_alive() for t in prefetch_threads()))
+    assert stalling.served == 2  # the late batch was fetched once and dropped, nothing after
+
+
+def test_dropping_a_prefetcher_whose_wrapped_next_is_stalled_does_not_wait():
+    before = len(prefetch_threads())
+    stalling = StallsAtBatch(loader(), position=0)
+    prefetched = PerDevicePrefetchingIter(stalling)
+    assert stalling.stalled.wait(WAIT_S)
+
+    started = time.monotonic()
+    del prefetched
+    gc.collect()
+
+    assert time.monotonic() - started < 1.0  # a bound on blocking, not a benchmark
+    stalling.release.set()
+    wait_until(lambda: len(prefetch_threads()) == before)
+    assert stalling.served == 1
+
+
+def test_a_consumer_waiting_on_another_thread_is_woken_by_close():
+    stalling = StallsAtBatch(loader(), position=0)
+    prefetched = PerDevicePrefetchingIter(stalling)
+    outcome = []
+
+    def consume():
+        try:
+            prefetched.next()
+        except RuntimeError as error:
+            outcome.append(str(error))
+
+    consumer = threading.Thread(target=consume, daemon=True)
+    consumer.start()
+    assert stalling.stalled.wait(WAIT_S)
+    prefetched.close()
+    consumer.join(WAIT_S)
+
+    assert outcome == ["PerDevicePrefetchingIter is closed"]
+    stalling.release.set()
+
+
+def test_reset_after_a_stalled_close_waits_for_the_late_fetch_then_starts_over():
+    stalling = StallsAtBatch(loader(), position=1)
+    prefetched = PerDevicePrefetchingIter(stalling)
+    prefetched.next()
+    assert stalling.stalled.wait(WAIT_S)
+    prefetched.close()
+    threading.Timer(0.3, stalling.release.set).start()
+
+    prefetched.reset()
+
+    assert stalling.returned.is_set()  # the wrapped iterator was reset only after it returned
+    stalling.position = -1
+    assert len(epoch_of(prefetched)) == 4
+    prefetched.close()
+
+
+@pytest.mark.parametrize("closing", ["it.close()", "del it", ""])
+def test_the_interpreter_exits_promptly_with_a_stalled_prefetcher_left_behind(closing):
+    import subprocess
+    import sys
+    script = "\n".join([
+        "import threading, numpy as np",
+        "import mxnet as mx",
+        "from mxpatch_bind import PerDeviceIter, PerDevicePrefetchingIter",
+        "class Stall(mx.io.DataIter):",
+        "    provide_data = provide_label = None",
+        "    def reset(self): pass",
+        "    def next(self): threading.Event().wait()",
+        "it = PerDevicePrefetchingIter(Stall())",
+        closing,
+        "print('done')"])
+    completed = subprocess.run([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=WAIT_S)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.strip() == "done"
+    assert "Traceback" not in completed.stderr
+
+
+@pytest.mark.parametrize("duplicate", ["deepcopy", "copy", "pickle"])
+def test_copying_or_pickling_a_prefetcher_is_a_type_error_naming_it(duplicate):
+    import copy
+    import pickle
+    with PerDevicePrefetchingIter(loader()) as prefetched:
+        how = {"deepcopy": copy.deepcopy, "copy": copy.copy, "pickle": pickle.dumps}[duplicate]
+        with pytest.raises(TypeError, match="PerDevicePrefetchingIter cannot be pickled or copied"):
+            how(prefetched)

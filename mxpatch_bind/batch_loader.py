@@ -1,0 +1,177 @@
+"""An epoch's planned batches from gluon's DataLoader: failures named, workers watched (private).
+
+gluon's DataLoader ends an epoch's iterator at its first error (the iterator is a generator,
+so the next call is a ``StopIteration``), terminates its worker pool when a batch fails (the
+loader is useless after that), waits up to two minutes for a batch whose worker died, and
+reports a worker that died after sending a batch as the socket error of fetching that batch's
+shared memory. :class:`BatchLoader` waits for each batch itself, watching the worker
+processes, names what went wrong, and builds a new DataLoader for the next epoch.
+
+It reads names gluon and multiprocessing keep private, here only: ``DataLoader._prefetch_iter``
+(the epoch's iterator without the generator around it), ``_MultiWorkerIter._data_buffer`` and
+``_rcvd_idx`` (the pending result of the next batch), ``DataLoader._worker_pool`` and
+``Pool._pool`` (the worker processes: their exit codes, and terminating them).
+"""
+
+import signal
+import time
+
+import numpy as np
+
+from . import loading as _loading
+from .errors import DataLoadError, DataSpecError, WorkerExitedError
+
+__all__ = ["BatchLoader"]
+
+# How often a wait for a batch looks at the workers: a dead one is named this fast.
+POLL_S = 0.05
+# The longest wait for one batch from live workers: gluon's own default timeout.
+BATCH_TIMEOUT_S = 120.0
+# After a lost connection, how long the dead worker's exit status may take to show.
+EXIT_STATUS_WAIT_S = 10.0
+
+
+class BatchLoader:
+    """The packed arrays of an epoch's planned batches, in order, from MXNet's DataLoader.
+
+    :meth:`load` raises :class:`~mxpatch_bind.DataLoadError` (a sample, a transform, a stuck
+    or dead worker) or ``DataSpecError`` (a sample that does not fit its declarations);
+    after that, :meth:`start` opens a new DataLoader where the failure took the old one's
+    workers. Pickling keeps the dataset and the options, not the DataLoader.
+    """
+
+    def __init__(self, dataset, declared, reference_shapes, sizes, num_devices, num_workers,
+                 prefetch):
+        self._options = (dataset, declared, reference_shapes, sizes, num_devices, num_workers)
+        # gluon sends a batch only inside next() when nothing is prefetched: at least one must
+        # be on its way to be waited for with the workers watched.
+        self._prefetch = None if prefetch is None or not num_workers else max(1, prefetch)
+        self._loader = self._sampler = self._batches = None
+        self._workers = ()
+        self._position = 0
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.update(_loader=None, _sampler=None, _batches=None, _workers=())
+        return state
+
+    def start(self, plans, first=0):
+        """Load ``plans[first:]`` next, the batches of an epoch from position ``first``."""
+        if self._loader is None:
+            self._open(len(plans))
+        self._sampler.plans, self._sampler.start = plans, first
+        self._batches = None  # gluon's iterator is made at the first load: it sends batches
+        self._position = first
+
+    def load(self):
+        """The next planned batch: per device, per declared input, an array."""
+        try:
+            if self._batches is None:
+                self._batches = self._loader._prefetch_iter()
+            if self._workers:
+                self._wait_for_next()
+            packed = next(self._batches)
+        except WorkerExitedError:
+            self._abandon()
+            raise
+        except DataLoadError as error:
+            self._abandon()
+            raise _rechained(error) from error.__cause__
+        except DataSpecError:
+            self._abandon()
+            raise
+        except (OSError, EOFError) as error:
+            self._abandon()
+            raise self._lost_worker(error) from error
+        except StopIteration as error:
+            self._abandon()
+            raise DataLoadError("the DataLoader ended the epoch before batch {} of {}".format(
+                self._position, len(self._sampler.plans)), batch=self._position) from error
+        except Exception as error:
+            self._abandon()
+            raise DataLoadError("loading batch {} (samples {}) failed: {}: {}".format(
+                self._position, self._samples(), type(error).__name__, error),
+                batch=self._position) from error
+        except BaseException:  # KeyboardInterrupt: the workers may hold a half-sent batch
+            self._abandon()
+            raise
+        self._position += 1
+        return packed
+
+    def _open(self, num_batches):
+        dataset, declared, reference_shapes, sizes, num_devices, num_workers = self._options
+        # gluon sends `prefetch` batches in a loop: more than an epoch holds is no use.
+        prefetch = None if self._prefetch is None else min(self._prefetch, max(1, num_batches))
+        self._loader, self._sampler = _loading.make_loader(
+            dataset, declared, reference_shapes, sizes, num_devices, num_workers, prefetch)
+        pool = getattr(self._loader, "_worker_pool", None)
+        # The processes the pool started with: it replaces a dead one, and forgets it.
+        self._workers = tuple(pool._pool) if pool is not None else ()
+
+    def _abandon(self):
+        """Drop the DataLoader after a failure; its pool is terminated (gluon may have already)."""
+        pool = getattr(self._loader, "_worker_pool", None)
+        if pool is not None:
+            pool.terminate()
+            self._loader = None
+        self._batches = None
+
+    def _wait_for_next(self):
+        """Wait for the next batch's result while every worker lives, at most BATCH_TIMEOUT_S."""
+        pending = self._batches._data_buffer.get(self._batches._rcvd_idx)
+        if pending is None:  # nothing sent yet: next() sends it (prefetch is at least 1)
+            return
+        deadline = time.monotonic() + BATCH_TIMEOUT_S
+        while not pending.ready():
+            exited = [worker for worker in self._workers if worker.exitcode is not None]
+            if exited:
+                raise self._worker_error(exited[0])
+            if time.monotonic() > deadline:
+                raise DataLoadError("no batch from the DataLoader workers in {:g} s while "
+                                    "loading batch {} (samples {}): a worker is stuck".format(
+                                        BATCH_TIMEOUT_S, self._position, self._samples()),
+                                    batch=self._position)
+            pending.wait(POLL_S)
+
+    def _lost_worker(self, error):
+        """The error for a batch whose shared memory could not be fetched from its worker."""
+        deadline = time.monotonic() + EXIT_STATUS_WAIT_S
+        while True:
+            exited = [worker for worker in self._workers if worker.exitcode is not None]
+            # Terminating the pool (gluon does when a batch fails) ends every worker, with
+            # status 0 or SIGTERM: the one that ended of itself has another status.
+            own = [worker for worker in exited if worker.exitcode not in (0, -signal.SIGTERM)]
+            if own or (exited and time.monotonic() > deadline):
+                return self._worker_error((own or exited)[0])
+            if time.monotonic() > deadline:
+                return DataLoadError("lost the connection to a DataLoader worker while loading "
+                                     "batch {} (samples {}): {}: {}".format(
+                                         self._position, self._samples(), type(error).__name__,
+                                         error), batch=self._position)
+            time.sleep(POLL_S)
+
+    def _worker_error(self, worker):
+        code = worker.exitcode
+        how = ("was killed by signal {} (exit code {})".format(signal.Signals(-code).name, code)
+               if code < 0 and -code in signal.valid_signals() else
+               "exited with code {}".format(code))
+        return WorkerExitedError("DataLoader worker {} {} while loading batch {} (samples {})"
+                                 .format(worker.pid, how, self._position, self._samples()),
+                                 batch=self._position, exitcode=code, pid=worker.pid)
+
+    def _samples(self):
+        plans = self._sampler.plans if self._sampler is not None else ()
+        if self._position >= len(plans):
+            return []
+        return np.concatenate(plans[self._position].device_indices).tolist()
+
+
+def _rechained(error):
+    """A worker's DataLoadError chained to the dataset's exception (which gets the worker's
+    traceback as its own cause), as it is when loading in the calling thread."""
+    original = getattr(error, "original", None)
+    if original is not None:
+        if original.__cause__ is None and original is not error.__cause__:
+            original.__cause__ = error.__cause__
+        error.__cause__ = original
+    return error

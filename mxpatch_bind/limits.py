@@ -1,0 +1,59 @@
+"""How large an array MXNet holds, and the check of planned batches against it (private).
+
+A pip-installed MXNet 1.x is built without large tensor support: an NDArray holds at most
+``2**31 - 1`` elements, and a larger one fails in ``mx.nd.array`` with a message that names
+no argument. Planned sizes are checked here instead, before an epoch starts.
+"""
+
+import functools
+import math
+
+from .errors import DataSpecError
+
+__all__ = ["max_array_elements", "check_plan"]
+
+_INT32_ELEMENTS = 2 ** 31 - 1
+# With large tensor support numpy is the bound: an array's bytes must fit in a signed int64.
+_INT64_ELEMENTS = (2 ** 63 - 1) // 8
+
+
+@functools.lru_cache(maxsize=None)
+def max_array_elements():
+    """The most elements one NDArray of the installed MXNet holds.
+
+    Examples
+    --------
+    >>> from mxpatch_bind.limits import max_array_elements
+    >>> max_array_elements() in (2 ** 31 - 1, (2 ** 63 - 1) // 8)
+    True
+    """
+    import mxnet as mx
+    if mx.runtime.Features().is_enabled("INT64_TENSOR_SIZE"):
+        return _INT64_ELEMENTS
+    return _INT32_ELEMENTS
+
+
+def device_shape(one, count, size, reference_shape):
+    """The shape of a device's array of input ``one``, variable axes counted as 1."""
+    shape = [1 if axis in one.variable_axes else extent
+             for axis, extent in enumerate(reference_shape)]
+    for axis, extent in zip(one.size_axes, size):
+        shape[axis] = int(extent)
+    return (count,) + tuple(shape)
+
+
+def check_plan(plans, declared, reference_shapes, multiple):
+    """Raise DataSpecError naming the first planned array larger than MXNet holds."""
+    limit = max_array_elements()
+    for batch, plan in enumerate(plans):
+        for device, (indices, size) in enumerate(zip(plan.device_indices, plan.device_sizes)):
+            for one, reference in zip(declared, reference_shapes):
+                shape = device_shape(one, len(indices), size, reference)
+                # math.prod on Python ints: numpy's product would wrap around silently.
+                elements = math.prod(shape)
+                if elements > limit:
+                    raise DataSpecError(
+                        "batch {} device {}: input {!r} would be an array of shape {} ({} "
+                        "elements), more than the {} one MXNet array holds: the samples' sizes "
+                        "or pad_to_multiple={} are too large".format(
+                            batch, device, one.name, shape, elements, limit, multiple))

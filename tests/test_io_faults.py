@@ -1,0 +1,349 @@
+"""PerDeviceIter under faults: a dataset that raises, workers that die or hang, sizes that lie.
+
+Every epoch either yields exactly its planned batches or raises a typed error naming what
+failed, again on every later call, and ``reset()`` then gives a full, correct epoch.
+"""
+
+import copy
+import os
+import pickle
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from mxpatch_bind import (
+    DataLoadError,
+    DataSpecError,
+    Input,
+    PerDeviceIter,
+    WorkerExitedError,
+    batch_loader,
+)
+
+IMAGE = Input("data", size_axes=(1, 2))
+BOXES = Input("gt_boxes", variable_axes=(0,), pad_value=-1)
+NUM_SAMPLES = 16  # four batches of two devices with two samples each
+WAIT_S = 60  # a limit on a hang, never a measurement: the machine is loaded
+
+
+def sample(index):
+    """Sample ``index``: an image of its own size filled with index + 1, and index % 3 boxes."""
+    h, w = 3 + index % 4, 4 + index % 3
+    return (np.full((1, h, w), index + 1, np.float32),
+            np.full((index % 3, 5), index + 1, np.float32))
+
+
+SIZES = np.array([sample(i)[0].shape[1:] for i in range(NUM_SAMPLES)])
+
+
+class Faulty:
+    """A lazy dataset that fails at one sample: raising ``error``, or ending its process.
+
+    ``times`` limits how often it fails (counted in this process only: a worker counts its
+    own); ``exit_code`` ends the process with ``os._exit``, ``kill_signal`` with a signal,
+    ``stall_s`` sleeps: those three only in another process than the one that made it (a
+    worker), never in the test's own.
+    """
+
+    def __init__(self, bad=None, error=None, times=None, exit_code=None, kill_signal=None,
+                 stall_s=None):
+        self.bad, self.error, self.times = bad, error, times
+        self.exit_code, self.kill_signal, self.stall_s = exit_code, kill_signal, stall_s
+        self.failures = 0
+        self.owner = os.getpid()
+
+    def __len__(self):
+        return NUM_SAMPLES
+
+    def __getitem__(self, index):
+        in_worker = os.getpid() != self.owner
+        kills = (self.exit_code, self.kill_signal, self.stall_s) != (None, None, None)
+        if (index == self.bad and (self.times is None or self.failures < self.times)
+                and (in_worker or not kills)):
+            self.failures += 1
+            if self.exit_code is not None:
+                os._exit(self.exit_code)
+            if self.kill_signal is not None:
+                os.kill(os.getpid(), self.kill_signal)
+                time.sleep(WAIT_S)
+            if self.stall_s is not None:
+                time.sleep(self.stall_s)
+            if self.error is not None:
+                raise self.error
+        return sample(index)
+
+
+def lazy_iter(dataset, num_workers=0, sizes=SIZES, **kwargs):
+    return PerDeviceIter(dataset, num_devices=2, batch_per_device=2, inputs=[IMAGE],
+                         label_inputs=[BOXES], sizes=sizes, num_workers=num_workers, **kwargs)
+
+
+def padded(arrays, pad_value):
+    """``arrays`` stacked, each at the start of every axis of the largest, ``pad_value`` after."""
+    shape = np.max([a.shape for a in arrays], axis=0)
+    out = np.full((len(arrays),) + tuple(shape), pad_value, np.float32)
+    for row, array in zip(out, arrays):
+        row[tuple(slice(extent) for extent in array.shape)] = array
+    return out
+
+
+def reference_epoch(it):
+    """Per planned batch of ``it``: its flat indices, and per device the padded arrays built
+    here from the samples (images padded with 0, boxes with -1)."""
+    return [(sum(plan, []), [[padded([sample(i)[0] for i in device], 0),
+                              padded([sample(i)[1] for i in device], -1)] for device in plan])
+            for plan in it.batch_indices]
+
+
+def assert_is_planned_batch(batch, planned):
+    flat, devices = planned
+    assert batch.index.tolist() == flat
+    for data, label, (image, boxes) in zip(batch.data, batch.label, devices):
+        np.testing.assert_array_equal(data[0].asnumpy(), image)
+        np.testing.assert_array_equal(label[0].asnumpy(), boxes)
+
+
+def assert_full_correct_epoch(it):
+    planned = reference_epoch(it)
+    got = list(it)
+    assert len(got) == len(planned)
+    for batch, expected in zip(got, planned):
+        assert_is_planned_batch(batch, expected)
+
+
+def failing_position(it, bad):
+    return next(k for k, plan in enumerate(it.batch_indices) if bad in sum(plan, []))
+
+
+# --------------------------------------------------------------------------- dataset errors
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_a_dataset_error_is_a_data_load_error_naming_the_sample_and_never_an_early_end(
+        num_workers):
+    it = lazy_iter(Faulty(bad=9, error=KeyError("no file for sample 9")), num_workers)
+    position = failing_position(it, 9)
+    planned = reference_epoch(it)
+
+    for k in range(position):
+        assert_is_planned_batch(it.next(), planned[k])
+    with pytest.raises(DataLoadError, match=r"dataset\[9\] raised KeyError: 'no file for sample "
+                                            r"9' \(dataset Faulty, batch %d" % position) as info:
+        it.next()
+
+    assert (info.value.sample, info.value.batch, info.value.dataset) == (9, position, "Faulty")
+    assert isinstance(info.value.__cause__, KeyError)
+    for _ in range(3):  # again, never StopIteration
+        with pytest.raises(DataLoadError, match=r"dataset\[9\]"):
+            it.next()
+    with pytest.raises(DataLoadError, match=r"dataset\[9\]"):
+        assert it.provide_data is None  # never reached: reading it raises
+
+
+def test_a_worker_s_error_brings_the_dataset_s_exception_and_the_worker_s_traceback():
+    it = lazy_iter(Faulty(bad=1, error=OSError(5, "disk read failed")), num_workers=2)
+
+    with pytest.raises(DataLoadError) as info:
+        list(it)
+
+    cause = info.value.__cause__
+    assert isinstance(cause, OSError) and cause.errno == 5
+    assert "__getitem__" in str(cause.__cause__)  # the worker's traceback text
+
+
+class NeedsTwoArguments(Exception):
+    """Pickles, but cannot be rebuilt from its args: unpickling it would fail."""
+
+    def __init__(self, path, reason):
+        super().__init__("%s: %s" % (path, reason))
+
+
+def test_an_exception_that_cannot_cross_from_a_worker_is_still_named():
+    it = lazy_iter(Faulty(bad=5, error=NeedsTwoArguments("5.png", "truncated")), num_workers=2)
+
+    with pytest.raises(DataLoadError, match=r"dataset\[5\] raised NeedsTwoArguments: 5.png: "
+                                            "truncated") as info:
+        list(it)
+
+    assert "NeedsTwoArguments: 5.png: truncated" in str(info.value.__cause__)
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_reset_after_a_dataset_error_gives_a_full_correct_epoch(num_workers):
+    dataset = Faulty(bad=6, error=ValueError("corrupt"))
+    it = lazy_iter(dataset, num_workers, shuffle=True, seed=4)
+    with pytest.raises(DataLoadError):
+        list(it)
+    dataset.bad = None  # new workers fork from this process: they fail no more
+
+    it.reset()
+
+    assert_full_correct_epoch(it)
+    it.reset()
+    assert_full_correct_epoch(it)
+
+
+def test_a_transform_error_is_named_like_a_dataset_error():
+    import mxnet as mx
+
+    class Samples(mx.gluon.data.Dataset):
+        def __len__(self):
+            return NUM_SAMPLES
+
+        def __getitem__(self, index):
+            return sample(index)
+
+    def transform(image, boxes):
+        if image[0, 0, 0] == 4:
+            raise ZeroDivisionError("bad crop")
+        return image, boxes
+
+    it = lazy_iter(Samples().transform(transform))
+
+    with pytest.raises(DataLoadError, match=r"dataset\[3\] raised ZeroDivisionError: bad crop"):
+        list(it)
+
+
+# --------------------------------------------------------------------------- workers
+@pytest.mark.parametrize("how, expected", [
+    (dict(exit_code=3), r"exited with code 3"),
+    # A worker that ends with status 0 after sending a batch is found only by the lost
+    # connection, after gluon has terminated the pool, whose workers end with 0 or SIGTERM:
+    # that status cannot tell it from them, so any of them may be named.
+    (dict(exit_code=0), r"(exited with code 0|was killed by signal SIGTERM)"),
+    (dict(kill_signal=signal.SIGKILL), r"was killed by signal SIGKILL \(exit code -9\)"),
+    (dict(kill_signal=signal.SIGSEGV), r"was killed by signal SIGSEGV \(exit code -11\)"),
+])
+@pytest.mark.parametrize("bad", [0, 9])
+def test_a_dead_worker_is_named_with_its_exit_status_within_bounded_time(how, expected, bad):
+    it = lazy_iter(Faulty(bad=bad, **how), num_workers=2)
+    planned = reference_epoch(it)
+    started = time.monotonic()
+
+    got = []
+    with pytest.raises(WorkerExitedError, match=r"DataLoader worker \d+ %s while loading batch "
+                                                r"\d+ \(samples \[" % expected) as info:
+        for batch in it:
+            got.append(batch)
+
+    assert time.monotonic() - started < WAIT_S
+    expected_codes = {how.get("exit_code", -how.get("kill_signal", 0))}
+    if how.get("exit_code") == 0:
+        expected_codes.add(-signal.SIGTERM)
+    assert info.value.exitcode in expected_codes
+    for batch, expected_batch in zip(got, planned):  # what came before was right
+        assert_is_planned_batch(batch, expected_batch)
+    assert len(got) <= failing_position(it, bad)
+    with pytest.raises(WorkerExitedError):
+        it.next()
+
+
+def test_reset_after_a_dead_worker_loads_a_full_epoch_on_new_workers():
+    dataset = Faulty(bad=9, exit_code=3)
+    it = lazy_iter(dataset, num_workers=2)
+    with pytest.raises(WorkerExitedError):
+        list(it)
+    dataset.bad = None  # the new workers fork from this process: they fail no more
+
+    it.reset()
+
+    assert_full_correct_epoch(it)
+
+
+def test_a_stuck_worker_is_a_data_load_error_after_the_batch_timeout(monkeypatch):
+    monkeypatch.setattr(batch_loader, "BATCH_TIMEOUT_S", 1.0)
+    dataset = Faulty(bad=2, stall_s=WAIT_S)
+    it = lazy_iter(dataset, num_workers=2)
+    started = time.monotonic()
+
+    with pytest.raises(DataLoadError, match=r"no batch from the DataLoader workers in 1 s while "
+                                            r"loading batch 0 .*: a worker is stuck"):
+        list(it)
+
+    assert time.monotonic() - started < WAIT_S
+    dataset.bad = None
+    it.reset()
+    assert_full_correct_epoch(it)
+
+
+def test_an_interrupt_while_loading_leaves_an_iterator_that_says_so_and_resets():
+    it = lazy_iter(Faulty(bad=1, error=KeyboardInterrupt(), times=1))
+
+    with pytest.raises(KeyboardInterrupt):
+        it.next()
+    with pytest.raises(DataLoadError, match="loading batch 0 was interrupted by "
+                                            "KeyboardInterrupt; call reset()"):
+        it.next()
+    it.reset()
+    assert_full_correct_epoch(it)
+
+
+# --------------------------------------------------------------------------- sizes that lie
+@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("lie", [(+1, 0), (0, +1), (+37, +46), (-1, 0), (0, -1)])
+def test_a_sample_whose_size_is_not_the_declared_one_is_refused_on_its_batch(num_workers, lie):
+    liar = 13
+    sizes = SIZES.copy()
+    sizes[liar] += lie
+    it = lazy_iter(Faulty(), num_workers, sizes=sizes)
+    position = failing_position(it, liar)
+
+    batches = []
+    with pytest.raises(DataSpecError, match=r"the sizes given say sample 13 is \(%d, %d\), but it "
+                                            r"has size \(%d, %d\) on its size axes \(batch %d\)"
+                       % (tuple(sizes[liar]) + tuple(SIZES[liar]) + (position,))):
+        for batch in it:
+            batches.append(batch)
+
+    assert len(batches) == position
+    with pytest.raises(DataSpecError):
+        it.next()
+
+
+def test_sizes_that_tell_the_truth_load_every_batch_with_and_without_workers():
+    for num_workers in (0, 2):
+        assert_full_correct_epoch(lazy_iter(Faulty(), num_workers))
+
+
+# --------------------------------------------------------------------------- copies
+@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("duplicate", [copy.deepcopy, copy.copy,
+                                       lambda it: pickle.loads(pickle.dumps(it))])
+def test_a_copy_loads_the_batches_the_original_would_from_where_it_was(num_workers, duplicate):
+    it = lazy_iter(Faulty(), num_workers, shuffle=True, seed=2)
+    first = it.next()
+    assert it.provide_data  # the next batch is loaded and kept: the copy must load it again
+
+    twin = duplicate(it)
+
+    assert twin.batch_indices == it.batch_indices
+    np.testing.assert_array_equal(twin.getdata()[0][0].asnumpy(), first.data[0][0].asnumpy())
+    rest, twin_rest = list(it), list(twin)
+    assert [b.index.tolist() for b in twin_rest] == [b.index.tolist() for b in rest]
+    assert len(rest) == it.num_batches - 1
+    for a, b in zip(rest, twin_rest):
+        np.testing.assert_array_equal(a.data[1][0].asnumpy(), b.data[1][0].asnumpy())
+    twin.reset()
+    it.reset()
+    assert [b.index.tolist() for b in twin] == [b.index.tolist() for b in it]
+
+
+def test_sample_0_s_error_in_the_constructor_is_a_data_load_error_too():
+    with pytest.raises(DataLoadError, match=r"dataset\[0\] raised KeyError: 'gone' \(dataset "
+                                            "Faulty, read in the constructor") as info:
+        lazy_iter(Faulty(bad=0, error=KeyError("gone")))
+    assert isinstance(info.value.__cause__, KeyError) and info.value.sample == 0
+
+
+def test_a_copy_of_a_failed_iterator_raises_the_failure_too():
+    it = lazy_iter(Faulty(bad=1, error=KeyError("gone")))
+    with pytest.raises(DataLoadError):
+        it.next()
+
+    twin = pickle.loads(pickle.dumps(it))
+
+    with pytest.raises(DataLoadError, match=r"dataset\[1\] raised KeyError"):
+        twin.next()
+    twin._batches._options[0].bad = None
+    twin.reset()
+    assert_full_correct_epoch(twin)
