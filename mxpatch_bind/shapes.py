@@ -32,6 +32,20 @@ MAX_DIM = 2 ** 31 - 1
 _ENTRY_FORM = "a list of (name, shape) pairs or DataDesc, e.g. [('data', (2, 3, 32, 48))]"
 _SPEC_FORM = ("one entry per context, each a list of (name, shape) pairs or DataDesc, e.g. "
               "[[('data', (2, 3, 32, 48))], [('data', (3, 3, 40, 24))]]")
+# The same forms for labels: an example that fits what is refused.
+_LABEL_ENTRY_FORM = ("a list of (name, shape) pairs or DataDesc, e.g. "
+                     "[('softmax_label', (2,))]")
+_LABEL_SPEC_FORM = ("one entry per context, each a list of (name, shape) pairs or DataDesc, "
+                    "e.g. [[('softmax_label', (2,))], [('softmax_label', (3,))]], or one None "
+                    "per context for no labels")
+
+
+def _spec_form_of(what):
+    return _LABEL_SPEC_FORM if what.startswith("label") else _SPEC_FORM
+
+
+def _entry_form_of(what):
+    return _LABEL_ENTRY_FORM if what.startswith("label") else _ENTRY_FORM
 
 
 class DeviceShapes(namedtuple("DeviceShapes", ["data", "label"])):
@@ -251,7 +265,8 @@ def _parse_labels(label_shapes, label_names, num_devices):
     if label_shapes is None:
         return None
     if not isinstance(label_shapes, (list, tuple)):
-        raise ShapeSpecError("label_shapes must be None or %s; got %r" % (_SPEC_FORM, label_shapes))
+        raise ShapeSpecError("label_shapes must be None or %s; got %r" % (_LABEL_SPEC_FORM,
+                                                                          label_shapes))
     present = [entry is not None for entry in label_shapes]
     if not any(present):
         return None
@@ -265,11 +280,11 @@ def _parse_labels(label_shapes, label_names, num_devices):
 
 def _parse_devices(spec, what, names, num_devices):
     if not isinstance(spec, (list, tuple)):
-        raise ShapeSpecError("%s must be %s; got %r" % (what, _SPEC_FORM, spec))
+        raise ShapeSpecError("%s must be %s; got %r" % (what, _spec_form_of(what), spec))
     if len(spec) != num_devices:
         raise ShapeSpecError(
             "%s has %d entries but the module has %d contexts; expected %s; got %r"
-            % (what, len(spec), num_devices, _SPEC_FORM, spec))
+            % (what, len(spec), num_devices, _spec_form_of(what), spec))
     devices = [_parse_device(i, entry, what) for i, entry in enumerate(spec)]
     _check_names(devices, what, names)
     return devices
@@ -281,7 +296,7 @@ def _parse_device(index, entry, what):
                 else "%r" % (entry,))
         raise ShapeSpecError(
             "%s[%d] is %s, mixed into a per-device spec; expected %s"
-            % (what, index, kind, _ENTRY_FORM))
+            % (what, index, kind, _entry_form_of(what)))
     return [_parse_desc(index, item, what) for item in entry]
 
 
@@ -293,7 +308,7 @@ def _parse_desc(index, item, what):
         name, shape = item[0], item[1]
     else:
         raise ShapeSpecError("%s[%d] has entry %r; expected (name, shape) or DataDesc, as in %s"
-                             % (what, index, item, _ENTRY_FORM))
+                             % (what, index, item, _entry_form_of(what)))
     dims = _check_shape(index, name, shape, what)
     desc = (DataDesc(name, dims, item.dtype, item.layout) if isinstance(item, DataDesc)
             else DataDesc(name, dims, *item[2:]))

@@ -318,3 +318,24 @@ def test_a_layout_whose_batch_axis_is_past_the_shape_is_refused(layout, shape):
     spec = [[mx.io.DataDesc("data", shape, layout=layout)]] * 2
     with pytest.raises(ShapeSpecError, match="outside the shape"):
         shapes.parse_device_shapes(spec, None, ["data"], [], 2)
+
+
+@pytest.mark.parametrize("label_shapes", [
+    [[("softmax_label", (2,))], ("softmax_label", (3,))],   # a flat entry mixed in
+    [[("softmax_label", (2,))], [7]],                        # no (name, shape) pair
+    [[("softmax_label", (2,))]],                             # one device short
+    "softmax_label",                                         # no list
+])
+def test_a_label_spec_error_gives_a_label_example(label_shapes):
+    with pytest.raises(ShapeSpecError) as error:
+        shapes.parse_device_shapes([[("data", (2, 3))], [("data", (3, 3))]], label_shapes,
+                                   ["data"], ["softmax_label"], 2)
+    message = str(error.value)
+    assert "e.g. [('softmax_label', (2,))]" in message or (
+        "e.g. [[('softmax_label', (2,))], [('softmax_label', (3,))]]" in message)
+    assert "('data'" not in message.split("got")[0]
+
+
+def test_a_data_spec_error_keeps_the_data_example():
+    with pytest.raises(ShapeSpecError, match=r"e\.g\. \[\('data', \(2, 3, 32, 48\)\)\]"):
+        shapes.parse_device_shapes([[("data", (2, 3))], ("data", (3, 3))], None, ["data"], [], 2)
