@@ -103,6 +103,8 @@ def analysis_text(text: str, filename: str) -> str:
     try:
         ast.parse(view)
         return view
+    except TabError:
+        return _refactor(_tool(_SYNTAX_FIXERS), expand_indentation(text), filename)
     except SyntaxError:
         # ``lambda (a, b): ...`` needs fix_tuple_params, which on a ``def`` adds lines:
         # only when the line-preserving set is not enough.
@@ -122,15 +124,42 @@ def port(text: str, filename: str, parses_as_python3: bool) -> tuple[str, list[t
     (str, list of (int, str))
         The ported text; ``(line, message)`` for what the fixers could not convert.
     """
+    if mixes_tabs(text):
+        text = expand_indentation(text)
+        warnings_before = [(1, "indentation mixed tabs and spaces: tabs expanded to 8 columns, "
+                               "as Python 2 read them")]
+    else:
+        warnings_before = []
     tool = _tool(_standard_fixers(), print_function=parses_as_python3)
     del tool.fixer_log[:]  # the fixers append to this very list: empty it in place
     ported = _refactor(tool, text, filename)
-    warnings = []
+    warnings = warnings_before
     for message in tool.fixer_log:
         match = _LINE.match(message)
         if match:
             warnings.append((int(match.group(1)), " ".join(match.group(2).split())))
     return ported, warnings
+
+
+def mixes_tabs(text: str) -> bool:
+    """Whether Python 3 refuses the file's indentation (Python 2 took a tab as 8 columns)."""
+    try:
+        compile(text, "<text>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except TabError:
+        return True
+    except SyntaxError:
+        return _TAB_INDENT.search(text) is not None and _SPACE_INDENT.search(text) is not None
+    return False
+
+
+def expand_indentation(text: str) -> str:
+    """Every line's leading tabs expanded to 8-column stops, the rest of it untouched."""
+    return _INDENT.sub(lambda m: m.group(0).expandtabs(8), text)
+
+
+_INDENT = re.compile(r"^[ \t]+", re.M)
+_TAB_INDENT = re.compile(r"^ *\t", re.M)
+_SPACE_INDENT = re.compile(r"^ +\S", re.M)
 
 
 def python2_markers(tree: ast.Module, directory: Path, source_dir_has_init: bool
