@@ -99,7 +99,7 @@ def test_a_write_that_fails_leaves_the_file_as_it_was_and_the_walk_goes_on(root,
                                                                            monkeypatch):
     first, second = root / "a.py", root / "b.py"
     first.write_bytes(OLD + b"\n")
-    big = OLD + b"\n" + b"x = 1\n" * 40000
+    big = OLD + b"\n" + (b"x = '" + b"a" * 1000 + b"'\n") * 110  # over 100,000 bytes
     second.write_bytes(big)
     real_fsync = os.fsync
 
