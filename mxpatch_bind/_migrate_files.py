@@ -65,7 +65,8 @@ def walk(path: Path) -> tuple[Path, list[Entry]]:
         root = path.parent
         return root, [_entry(root, path, root.resolve())]
     root_real = path.resolve()
-    entries, unlisted = [], []
+    entries: list[Entry] = []
+    unlisted: list[OSError] = []
     for directory, subdirs, names in os.walk(path, onerror=unlisted.append):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in SKIPPED_DIRS)
         for name in sorted(names):

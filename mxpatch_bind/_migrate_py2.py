@@ -182,7 +182,7 @@ def python2_markers(tree: ast.Module, directory: Path, source_dir_has_init: bool
     for node in ast.walk(tree):
         what = _marker(node, assigned, directory, source_dir_has_init)
         if what:
-            markers.append((node.lineno, what))
+            markers.append((getattr(node, "lineno", 1), what))
     return sorted(markers)
 
 

@@ -174,7 +174,8 @@ def apply(path: str | os.PathLike, findings: list[Finding], *, write: bool = Fal
     _require(write, to_python3)
     root, entries = files.walk(Path(path))
     by_path = {str(e.rel): e for e in entries}
-    result, done = list(findings), set()
+    result = list(findings)
+    done: set[tuple[str, int]] = set()
     for rel in sorted({f.path for f in findings if _wanted(f, write, to_python3)}):
         chosen = [i for i, f in enumerate(result) if f.path == rel
                   and _wanted(f, write, to_python3)]

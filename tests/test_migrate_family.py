@@ -332,8 +332,8 @@ def test_the_stock_parameters_migrate_checks_against_are_mxnets_own():
 def test_compat_ignores_extra_keys_in_init_params_as_adascales_default_did():
     """AdaScale's MutableModule.init_params defaulted allow_extra=True (never passed on):
     extra keys were ignored; the drop-in's stock init_params ignores them too."""
-    from mxpatch_bind.compat import MutableModule
     import mxpatch_bind
+    from mxpatch_bind.compat import MutableModule
 
     net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
     mod = MutableModule(net, ["data"], None, context=[mx.cpu(0)])

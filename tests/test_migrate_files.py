@@ -15,7 +15,8 @@ from mxpatch_bind import _migrate_files, migrate
 TESTS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TESTS)
 COPY = os.path.join(TESTS, "data", "fork_tree", "rfcn", "core")
-OLD, NEW = b"from core.module import MutableModule", b"from mxpatch_bind.compat import MutableModule"
+OLD = b"from core.module import MutableModule"
+NEW = b"from mxpatch_bind.compat import MutableModule"
 
 
 @pytest.fixture
