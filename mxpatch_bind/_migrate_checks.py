@@ -158,6 +158,15 @@ class FileChecks:
         notes = sorted({CARE_NOTES[name] for name in passed if name in CARE_NOTES})
         text = "%s(...)%s: the drop-in keeps the fork's behaviour%s" % (
             cls, detail, "".join("; " + note for note in notes))
+        copy = self.scan.copies.get(copy_rel) if copy_rel is not None else None
+        if copy is not None and not copy.revision.covered:
+            rule = copy.rule[0]
+            self.add(node, CHECK, "%s(...)%s of the kept modified copy %s: stays that copy's "
+                     "until its import is moved by hand%s" % (
+                         cls, detail, copy_rel, "; then pass fixed_param_rule=%r, its rule"
+                         % rule if rule == "startswith" and "fixed_param_prefix" in passed
+                         else ""))
+            return
         if "fixed_param_prefix" not in passed:
             self.add(node, OK, text)
             return
