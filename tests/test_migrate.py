@@ -28,7 +28,8 @@ CHECK_PREFETCH = ("rfcn/function/train_rpn.py:38: [check] mx.io.PrefetchingIter 
                   "(batch_size = provide_data[0][1][0]); keep the fork's utils/PrefetchingIter "
                   "or use mxpatch_bind.PerDevicePrefetchingIter")
 MAX_NOTE = "max shapes are allocated once, at the first bind"
-PREFIX_NOTE = "fixed_param_prefix freezes by the fork's substring rule"
+PREFIX_NOTE = ("fixed_param_prefix freezes by the substring rule (rfcn/core/module.py:84: "
+               "prefix in name)")
 KEPT = "the drop-in keeps the fork's behaviour"
 
 
@@ -48,15 +49,16 @@ def expected_report(done=False):
         CHECK_RCNN,
         "rfcn/function/train_rpn.py:9: " + imports,
         "rfcn/function/train_rpn.py:27: [ok] MutableModule(...) with work_load_list, "
-        "max_data_shapes, max_label_shapes, fixed_param_prefix: %s; %s; %s; work_load_list "
-        "splits only flat batches (your loader splits images)" % (KEPT, PREFIX_NOTE, MAX_NOTE),
+        "max_data_shapes, max_label_shapes, fixed_param_prefix: %s; %s; work_load_list "
+        "splits only flat batches (your loader splits images); %s" % (KEPT, MAX_NOTE,
+                                                                      PREFIX_NOTE),
         CHECK_PREFETCH,
         "rfcn/function/train_rpn.py:40: [ok] optimizer_params without rescale_grad on mod: "
         "the drop-in keeps the fork's default 1/(number of devices); stock Module's is "
         "1/(total samples)",
         "rfcn/train_end2end.py:15: " + imports,
         "rfcn/train_end2end.py:49: [ok] MutableModule(...) with max_data_shapes, "
-        "max_label_shapes, fixed_param_prefix: %s; %s; %s" % (KEPT, PREFIX_NOTE, MAX_NOTE),
+        "max_label_shapes, fixed_param_prefix: %s; %s; %s" % (KEPT, MAX_NOTE, PREFIX_NOTE),
         "rfcn/train_end2end.py:55: [ok] mod._preload_opt_states: resumes the optimizer "
         "states; stock init_optimizer honours it too",
     ]
@@ -186,12 +188,21 @@ def test_an_unrelated_module_py_and_a_stock_executor_group_are_not_reported(tree
         (tree / "unrelated" / "executor_group.py").read_text())) is None
 
 
-def test_a_file_that_does_not_parse_is_reported_not_raised(tree, capsys):
+def test_a_python_2_file_is_read_and_offered_to_the_port(tree, capsys):
     (tree / "rfcn" / "py2.py").write_text("import os\nprint 'generating %d' % 3\n")
     status, lines = run_migrate(capsys, tree)
     assert [line for line in lines if line.startswith("rfcn/py2.py")] == [
-        "rfcn/py2.py:2: [check] cannot parse (Missing parentheses in call to 'print'. Did you "
-        "mean print(...)?; Python 2 code?): port it and scan again"]
+        "rfcn/py2.py:2: [port] Python 2 code (Missing parentheses in call to 'print'. Did you "
+        "mean print(...)? at line 2): --to-python3 ports it with the 2to3 fixers"]
+    assert status == 1
+
+
+def test_a_file_that_parses_as_neither_python_is_reported_not_raised(tree, capsys):
+    (tree / "rfcn" / "broken.py").write_text("import os\ndef f(:\n")
+    status, lines = run_migrate(capsys, tree)
+    [line] = [line for line in lines if line.startswith("rfcn/broken.py")]
+    assert line.startswith("rfcn/broken.py:2: [check] cannot parse as Python 3 (invalid "
+                           "syntax at line 2) nor as Python 2")
     assert status == 1
 
 

@@ -1,0 +1,167 @@
+"""Recompute ``mxpatch_bind/_fork_revisions.py`` from the family's git mirrors.
+
+    python benchmarks/fork_fingerprints.py /work/.mirror > mxpatch_bind/_fork_revisions.py
+
+Reads every vendored ``module.py`` / ``DataParallelExecutorGroup.py`` (recognised by content,
+as ``migrate`` does) at each mirror's HEAD, and ijkguo/mx-rcnn's ``rcnn/core/module.py`` at
+every commit that touched it; groups the copies whose methods and signatures are the same
+into one revision; and prints the data module that ships (method names, parameters,
+defaults: no code of the copies). Which revisions ``compat`` covers is decided below, by
+hand, from reading each copy (``COVERAGE``). Not part of the test suite: it needs the
+mirrors.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import pprint
+import subprocess
+import sys
+
+from mxpatch_bind import _migrate_fork as fork
+from mxpatch_bind import _migrate_py2 as py2
+from mxpatch_bind._migrate_files import FileProblem, decode
+
+REPOSITORIES = [
+    "msracver/Deformable-ConvNets", "msracver/FCIS",
+    "msracver/Relation-Networks-for-Object-Detection",
+    "msracver/Flow-Guided-Feature-Aggregation", "msracver/Deep-Feature-Flow",
+    "TuSimple/mx-maskrcnn", "enyac-group/AdaScale", "dhzhd1/road_obj_detect",
+    "jpulidojr/3DCE_new", "mahyarnajibi/SNIPER", "ijkguo/mx-rcnn",
+]
+HISTORY = {"ijkguo/mx-rcnn": "rcnn/core/module.py"}  # every revision of this path
+
+# (covered by compat, what the revision adds or how it differs, rescale_grad default),
+# keyed by the first copy that shows the revision. Decided from reading the copies.
+COVERAGE = {
+    "jpulidojr/3DCE_new:rcnn/core/module.py": (
+        False, "fit(train_data, ogdb, ..., iter_size=1): gradient accumulation over "
+        "iter_size batches, and ogdb as the second positional parameter, where stock fit "
+        "takes eval_data", "samples"),
+    "dhzhd1/road_obj_detect:rfcn/core/module.py": (
+        False, "allow_extra threaded through Module.bind / set_params / init_params, "
+        "MutableModule.bind and fit(allow_extra=), which compat's fit does not take; "
+        "fit(state=) removed", "devices"),
+    "dhzhd1/road_obj_detect:rfcn/core/DataParallelExecutorGroup.py": (
+        False, "__init__(allow_extra=) and set_params(allow_extra=)", "devices"),
+    "enyac-group/AdaScale:rfcn/core/module.py": (
+        True, "MutableModule.init_params defaults allow_extra=True and does not pass it on; "
+        "stock init_params (hence compat) ignores extra keys as that copy did", "devices"),
+}
+# A MutableModule over stock Module (the mx-rcnn line) had stock's 1/samples default.
+MX_RCNN_LINE = "samples"
+
+
+def git(mirror, *args):
+    return subprocess.run(["git", "--git-dir", mirror, *args], capture_output=True,
+                          check=True).stdout
+
+
+def git_dir(root, repo):
+    base = os.path.join(root, repo.replace("/", "+"), "repo")
+    return os.path.join(base, ".git") if os.path.isdir(os.path.join(base, ".git")) else base
+
+
+def tree_of(data, name):
+    try:
+        text = decode(data).text
+    except FileProblem:
+        return None
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        try:
+            return ast.parse(py2.analysis_text(text, name))
+        except (py2.Python2Error, SyntaxError):
+            return None
+
+
+def copies(root):
+    """(repo, commit, path, tree, kind) for every vendored copy to fingerprint."""
+    for repo in REPOSITORIES:
+        mirror = git_dir(root, repo)
+        if not os.path.exists(mirror):
+            print("# missing mirror: %s" % repo, file=sys.stderr)
+            continue
+        head = git(mirror, "rev-parse", "HEAD").decode().strip()
+        targets = [(head, p) for p in git(mirror, "ls-tree", "-r", "--name-only", head)
+                   .decode().splitlines() if p.endswith(".py")]
+        if repo in HISTORY:
+            targets += [(c, HISTORY[repo]) for c in git(
+                mirror, "log", "--all", "--format=%H", "--", HISTORY[repo]).decode().split()]
+        for commit, path in targets:
+            try:
+                data = git(mirror, "show", "%s:%s" % (commit, path))
+            except subprocess.CalledProcessError:
+                continue
+            tree = tree_of(data, path)
+            kind = fork.vendored_kind(tree) if tree is not None else None
+            if kind:
+                yield repo, commit, path, tree, kind
+
+
+def revisions(root):
+    found = {}
+    for repo, commit, path, tree, kind in copies(root):
+        methods = fork.signatures(tree)
+        key = (kind, tuple(sorted(methods.items())))
+        where = "%s:%s" % (repo, path)
+        entry = found.setdefault(key, {"kind": kind, "methods": methods, "seen_in": []})
+        entry["seen_in"].append("%s@%s" % (where, commit[:7]))
+        entry.setdefault("first", where)
+    out = {}
+    for entry in found.values():
+        first = entry.pop("first")
+        covered, note, rescale = COVERAGE.get(first, (True, "", None))
+        if rescale is None:
+            wraps_stock = entry["kind"] == fork.VENDORED_MODULE and "Module.bind" not in \
+                entry["methods"]
+            rescale = MX_RCNN_LINE if wraps_stock else "devices"
+        out[entry["seen_in"][0]] = dict(entry, covered=covered, note=note,
+                                        rescale_grad_default=rescale)
+    return out
+
+
+HEADER = '''# ruff: noqa: E501 (one signature per line, as generated)
+"""Fingerprints of the fork's revisions seen in the family (generated: do not edit by hand).
+
+Regenerate with ``python benchmarks/fork_fingerprints.py /work/.mirror``. Per revision: the
+kind of file, each method's signature (names, parameters, defaults; no code), where it was
+seen (``repo:path@commit``), whether ``mxpatch_bind.compat`` with stock MXNet covers it, what
+it adds when it does not, and its default ``rescale_grad`` (``'devices'``: 1/number of
+devices, the fork's executor group; ``'samples'``: stock Module's 1/total samples).
+"""
+
+from typing import Any, Dict
+
+REVISIONS: Dict[str, Dict[str, Any]] = '''
+
+
+def formatted(found):
+    """The revisions as Python source: one line per method, so diffs read per signature."""
+    lines = ["{"]
+    for name, revision in sorted(found.items()):
+        lines.append("    %r: {" % name)
+        for key in ("kind", "covered", "rescale_grad_default", "note"):
+            lines.append("        %r: %s," % (key, pprint.pformat(revision[key], width=80)
+                                              .replace("\n", "\n        ")))
+        lines.append("        'seen_in': [")
+        lines += ["            %r," % where for where in revision["seen_in"]]
+        lines.append("        ],")
+        lines.append("        'methods': {")
+        lines += ["            %r: %r," % item for item in sorted(revision["methods"].items())]
+        lines.append("        },")
+        lines.append("    },")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def main(argv):
+    root = argv[1] if len(argv) > 1 else "/work/.mirror"
+    sys.stdout.write(HEADER + formatted(revisions(root)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,232 @@
+"""Private to ``migrate``: which files to read, how to read them, and how to write them safely.
+
+Every source is read as bytes and decoded the way Python itself would (a UTF-8 BOM, a PEP 263
+``coding`` line, else UTF-8), newlines untouched, so that a rewrite can hand back the same
+bytes except for the statements it changed. Writes go to a temporary file beside the target,
+are flushed to disk, take the target's mode and replace it in one rename: a write that fails
+half-way (a full disk) leaves the target exactly as it was.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+SKIPPED_DIRS = {"__pycache__", "build", "dist", "node_modules", "venv", "site-packages"}
+
+
+class FileProblem(Exception):
+    """A per-file problem that becomes one ``[check]`` line; ``io_error`` makes the exit 2."""
+
+    def __init__(self, message: str, io_error: bool = False):
+        super().__init__(message)
+        self.io_error = io_error
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One ``.py`` name found by the walk: where it is, and whether it may be written."""
+
+    rel: PurePosixPath
+    path: Path
+    problem: str | None = None   # why it cannot be read at all (then nothing else is done)
+    read_only: str | None = None  # why it must not be written (a link leaving PATH)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A decoded file and what is needed to encode it back byte for byte."""
+
+    text: str
+    encoding: str
+    bom: bool
+
+    def encode(self, text: str) -> bytes:
+        """``text`` in this file's encoding, with its BOM when it had one."""
+        body = text.encode(self.encoding)
+        return codecs.BOM_UTF8 + body if self.bom else body
+
+
+def walk(path: Path) -> tuple[Path, list[Entry]]:
+    """(root, the ``.py`` entries under ``path`` in sorted order); a file is its own tree.
+
+    Directories are not followed through symbolic links (a link loop cannot hang the walk).
+    A file link pointing inside the root is skipped (its target is scanned under its own
+    name); one pointing outside is read but never written; a dangling one and anything that
+    is not a regular file (a FIFO named ``x.py`` would block ``open``) is a problem.
+    """
+    if not path.is_dir():
+        root = path.parent
+        return root, [_entry(root, path, root.resolve())]
+    root_real = path.resolve()
+    entries: list[Entry] = []
+    unlisted: list[OSError] = []
+    for directory, subdirs, names in os.walk(path, onerror=unlisted.append):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+        for name in sorted(names):
+            if name.endswith(".py"):
+                entry = _entry(path, Path(directory) / name, root_real)
+                if entry is not None:
+                    entries.append(entry)
+    for error in unlisted:  # an unreadable directory: say so instead of skipping it silently
+        rel = PurePosixPath(Path(error.filename).relative_to(path).as_posix())
+        entries.append(Entry(rel, Path(error.filename), problem="cannot list directory: %s"
+                             % (error.strerror or error,)))
+    return path, entries
+
+
+def _entry(root, path, root_real):
+    rel = PurePosixPath(path.relative_to(root).as_posix())
+    try:
+        if path.is_symlink():
+            return _link_entry(rel, path, root_real)
+        mode = path.lstat().st_mode
+    except OSError as error:
+        return Entry(rel, path, problem="cannot stat: %s" % (error.strerror or error,))
+    if not stat.S_ISREG(mode):
+        return Entry(rel, path, problem="not a regular file (%s): skipped" % _kind(mode))
+    return Entry(rel, path)
+
+
+def _link_entry(rel, path, root_real):
+    target = Path(os.path.realpath(path))
+    if not target.exists():
+        return Entry(rel, path, problem="dangling symbolic link to %s: skipped"
+                     % os.readlink(path))
+    if not stat.S_ISREG(target.stat().st_mode):
+        return Entry(rel, path, problem="symbolic link to %s, not a regular file: skipped"
+                     % (target,))
+    if _is_within(target, root_real):
+        return None  # scanned under the target's own name
+    return Entry(rel, path, read_only="a symbolic link to %s, outside PATH: not written"
+                 % (target,))
+
+
+def _is_within(path, root):
+    try:
+        path.relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def _kind(mode):
+    for test, word in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return word
+    return "mode %o" % mode
+
+
+def read(path: Path) -> Source:
+    """The file decoded as Python decodes a source file.
+
+    Raises
+    ------
+    FileProblem
+        Unreadable (``io_error``) or not decodable in its declared encoding.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise FileProblem("cannot read: %s" % (error.strerror or error,), io_error=True) from None
+    return decode(data)
+
+
+def decode(data: bytes) -> Source:
+    """``data`` decoded by its BOM / PEP 263 line (default UTF-8), newlines kept."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        raise FileProblem("cannot read: %s" % (error,)) from None
+    bom = encoding == "utf-8-sig"
+    body = data[len(codecs.BOM_UTF8):] if bom else data
+    codec = "utf-8" if bom else encoding
+    try:
+        return Source(body.decode(codec), codec, bom)
+    except UnicodeDecodeError as error:
+        raise FileProblem("cannot read: not %s (%s); declare its encoding with a "
+                          "'# -*- coding: NAME -*-' line" % (codec, error.reason)) from None
+
+
+def lenient_text(path: Path) -> str:
+    """Whatever text can be got from the file, for a last-resort search of its imports."""
+    try:
+        with open(path, "rb") as handle:  # only called on regular files
+            return handle.read().decode("latin-1")
+    except OSError:
+        return ""
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path``'s content by ``data``, all or nothing, keeping its mode.
+
+    Raises
+    ------
+    FileProblem
+        The write failed (``io_error``); ``path`` is unchanged and no temporary is left.
+    """
+    if path.is_symlink():
+        raise FileProblem("is a symbolic link: not written", io_error=True)
+    temporary = None
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".",
+                                             suffix=".migrate-tmp")
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+        temporary = None
+        _fsync_directory(path.parent)
+    except OSError as error:
+        raise FileProblem("write failed, the file is unchanged: %s"
+                          % (error.strerror or error,), io_error=True) from None
+    finally:
+        if temporary is not None:
+            _remove_quietly(temporary)
+
+
+def delete(path: Path) -> None:
+    """Remove ``path`` (a link itself, never its target).
+
+    Raises
+    ------
+    FileProblem
+        It could not be removed (``io_error``).
+    """
+    try:
+        path.unlink()
+    except OSError as error:
+        raise FileProblem("delete failed: %s" % (error.strerror or error,),
+                          io_error=True) from None
+
+
+def _fsync_directory(directory):
+    # The rename is durable only once the directory entry is on disk too.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove_quietly(name):
+    try:
+        os.unlink(name)
+    except OSError:
+        pass

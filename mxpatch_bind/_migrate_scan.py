@@ -1,0 +1,266 @@
+"""Private to ``migrate``: one scan of a tree, from files to findings.
+
+Every file is read and parsed once (Python 3 with :mod:`ast`, Python 2 through fissix's
+line-preserving view, anything else searched for its imports as text); the vendored copies
+are recognised and classified; each other file is checked; then the deletions are planned
+so that no copy is deleted while a file that stays imports it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import PurePosixPath
+
+from . import _migrate_fork as fork
+from . import _migrate_py2 as py2
+from ._migrate_checks import CHECK, FORK_LOADERS, FileChecks, is_per_device_loader
+from ._migrate_files import FileProblem, lenient_text, read
+
+DELETE, PORT = "delete", "port"
+IO_ERROR = ("io-error",)  # the edit of a [check] that makes the exit status 2
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+# A last resort for a file that parses as neither Python 3 nor Python 2: its import lines.
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import\b"
+                          r"|import[ \t]+([\w.]+))", re.M)
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines as ast numbers them (``\\r\\n``, ``\\r`` and ``\\n`` end a line)."""
+    return _NEWLINE.split(text)
+
+
+class Copy:
+    """A vendored copy: its kind, revision, freezing rule and signatures."""
+
+    def __init__(self, rel, kind, tree):
+        self.rel, self.kind = rel, kind
+        self.signatures = fork.signatures(tree)
+        self.revision = fork.classify(tree, kind)
+        self.rule = fork.freezing_rule(tree)
+        known = fork.REVISIONS.get(self.revision.name or "", {})
+        self.rescale_default = known.get("rescale_grad_default", "devices")
+
+    def summary(self):
+        """What makes this copy more than a revision compat covers, in a few words."""
+        if self.revision.name is not None:
+            return "known revision %s: %s" % (self.revision.name, self.revision.note)
+        return "; ".join(self.revision.differences) or "an abridged known revision"
+
+
+class Parsed:
+    """One file read and parsed: its text, its tree, and how it was read."""
+
+    def __init__(self, entry, source, tree, view_text, python2):
+        self.entry, self.source, self.tree = entry, source, tree
+        self.lines = split_lines(source.text)
+        self.view_lines = split_lines(view_text) if python2 else self.lines
+        self.python2 = python2  # None, or (reason, line) that makes it Python 2
+
+
+class Scan:
+    """Read ``entries`` (from :func:`_migrate_files.walk`) and produce the findings."""
+
+    def __init__(self, root, entries, finding, progress=None):
+        self.root, self.finding = root, finding
+        self.out, self.files, self.unparsed, self.importers = [], {}, {}, []
+        self.read_only = {e.rel: e.read_only for e in entries if e.read_only}
+        for number, entry in enumerate(entries, 1):
+            self._read(entry)
+            if progress is not None:
+                progress(number, len(entries))
+        self.copies = {}
+        for rel, parsed in self.files.items():
+            kind = fork.vendored_kind(parsed.tree)
+            if kind is not None:
+                self.copies[rel] = Copy(rel, kind, parsed.tree)
+        self.loaders = set(FORK_LOADERS) | {
+            node.name for parsed in self.files.values() for node in ast.walk(parsed.tree)
+            if isinstance(node, ast.ClassDef) and is_per_device_loader(node)}
+
+    # ----------------------------------------------------------------------- reading
+    def _read(self, entry):
+        if entry.problem is not None:
+            self.add(entry.rel, 1, CHECK, entry.problem)
+            return
+        try:
+            source = read(entry.path)
+        except FileProblem as problem:
+            self.add(entry.rel, 1, CHECK, str(problem), edit=IO_ERROR if problem.io_error
+                     else None)
+            self.unparsed[entry.rel] = lenient_text(entry.path)
+            return
+        try:
+            self._parse(entry, source)
+        except (RecursionError, MemoryError) as error:
+            self.add(entry.rel, 1, CHECK, "cannot analyse: %s (nested too deeply or too "
+                     "large); look at it by hand" % type(error).__name__)
+            self.unparsed[entry.rel] = source.text
+
+    def _parse(self, entry, source):
+        try:
+            tree = ast.parse(source.text, filename=str(entry.path))
+        except SyntaxError as error:
+            self._parse_python2(entry, source, error)
+            return
+        markers = py2.python2_markers(tree, entry.path.parent,
+                                      (entry.path.parent / "__init__.py").is_file())
+        python2 = None
+        if markers:
+            more = " and %d more" % (len(markers) - 1) if len(markers) > 1 else ""
+            python2 = ("%s at line %d%s" % (markers[0][1], markers[0][0], more), markers[0][0])
+        self.files[entry.rel] = Parsed(entry, source, tree, source.text, python2)
+
+    def _parse_python2(self, entry, source, error):
+        reason = "%s at line %d" % (error.msg, error.lineno or 1)
+        if not py2.available():
+            self.add(entry.rel, error.lineno or 1, CHECK, "cannot parse (%s; Python 2 code?): "
+                     "pip install \"mxpatch_bind[migrate]\" (fissix) to read Python 2"
+                     % (error.msg,))
+            self.unparsed[entry.rel] = source.text
+            return
+        try:
+            view = py2.analysis_text(source.text, str(entry.path))
+            tree = ast.parse(view, filename=str(entry.path))
+        except (py2.Python2Error, SyntaxError) as failure:
+            line = getattr(failure, "lineno", None) or error.lineno or 1
+            self.add(entry.rel, line, CHECK, "cannot parse as Python 3 (%s) nor as Python 2 "
+                     "(%s): look at it by hand" % (reason, failure))
+            self.unparsed[entry.rel] = source.text
+            return
+        self.files[entry.rel] = Parsed(entry, source, tree, view, (reason, error.lineno or 1))
+
+    # ----------------------------------------------------------------------- findings
+    def add(self, rel, line, action, message, edit=None, needs=()):
+        if edit not in (None, IO_ERROR, ("delete",)) and rel in self.read_only:
+            action, message, edit = CHECK, "%s; but %s" % (message, self.read_only[rel]), None
+        self.out.append(self.finding(str(rel), line, action, message, edit, needs))
+
+    def findings(self):
+        for rel, parsed in self.files.items():
+            if rel in self.copies:
+                continue
+            try:
+                FileChecks(self, rel, parsed.tree, parsed.lines, parsed.view_lines).run()
+            except (RecursionError, MemoryError) as error:
+                self.add(rel, 1, CHECK, "cannot analyse: %s; look at it by hand"
+                         % type(error).__name__)
+            if parsed.python2 is not None:
+                self._python2_findings(rel, parsed)
+        self._plan_deletions()
+        return sorted(self.out, key=lambda f: (f.path, f.line, f.action, f.message))
+
+    def _python2_findings(self, rel, parsed):
+        reason, line = parsed.python2
+        self.add(rel, line, PORT, "Python 2 code (%s): --to-python3 ports it with the "
+                 "2to3 fixers" % reason, edit=("port", parsed.entry.path.name))
+        divisions = sorted({n.lineno for n in ast.walk(parsed.tree) if isinstance(n, ast.BinOp)
+                            and isinstance(n.op, ast.Div)})
+        if divisions:
+            self.add(rel, divisions[0], CHECK, "'/' at line%s %s: 2to3 leaves it, and on "
+                     "Python 3 it divides integers to a float; use '//' where an integer "
+                     "was meant" % ("s" if len(divisions) > 1 else "", _lines(divisions)))
+        nexts = sorted({n.lineno for n in ast.walk(parsed.tree) if isinstance(n, ast.Call)
+                        and isinstance(n.func, ast.Attribute) and n.func.attr == "next"
+                        and not n.args})
+        if nexts:
+            self.add(rel, nexts[0], CHECK, ".next() at line%s %s: kept as it is (an MXNet "
+                     "DataIter has next() on Python 3 too); a generator or file needs "
+                     "next(x)" % ("s" if len(nexts) > 1 else "", _lines(nexts)))
+
+    def resolve(self, rel, module, level):
+        """The vendored copy an import refers to, or None (by sys.path-like lookup: the
+        importing file's directory and its parents, as the fork's scripts set it up)."""
+        parts = module.split(".") if module else []
+        if not parts:
+            return None
+        directory = PurePosixPath(rel).parent
+        if level:
+            bases = [directory] if level == 1 else list(directory.parents)[level - 2:level - 1]
+        else:
+            bases = [directory, *directory.parents]
+        for base in bases:
+            candidate = base.joinpath(*parts).with_suffix(".py")
+            if candidate in self.copies:
+                return candidate
+        return None
+
+    # ----------------------------------------------------------------------- deletions
+    def _imports_of_copies(self):
+        """(importer, line, copy, rewrite key or None) for every import of a copy."""
+        rewrites = {(f.path, f.line): f.edit for f in self.out
+                    if f.action == "rewrite" and f.edit and f.edit[0] == "import"}
+        found = []
+        sources = [(rel, _tree_imports(p.tree)) for rel, p in self.files.items()]
+        sources += [(rel, _text_imports(text)) for rel, text in self.unparsed.items()]
+        for rel, imports in sources:
+            for line, level, module in imports:
+                target = self.resolve(rel, module, level)
+                if target is not None and target != rel:
+                    key = rewrites.get((str(rel), line))
+                    found.append((rel, line, target, key))
+        return found
+
+    def _plan_deletions(self):
+        imports = self._imports_of_copies()
+        deletable = {rel for rel, copy in self.copies.items() if copy.revision.covered}
+        blockers = {}
+        changed = True
+        while changed:  # a kept copy's own imports keep what it imports
+            changed = False
+            for importer, line, target, key in imports:
+                if target in deletable and importer not in deletable and key is None:
+                    deletable.discard(target)
+                    blockers.setdefault(target, []).append("%s:%d" % (importer, line))
+                    changed = True
+        for rel, copy in sorted(self.copies.items()):
+            self._copy_finding(rel, copy, rel in deletable, blockers.get(rel, []), imports)
+
+    def _copy_finding(self, rel, copy, deletable, blockers, imports):
+        what = "vendored copy of the fork's %s" % copy.kind
+        if not copy.revision.covered:
+            self.add(rel, 1, CHECK, "%s, modified: kept (%s); mxpatch_bind.compat does not "
+                     "do this" % (what, copy.summary()))
+        elif not deletable:
+            kept = sorted(set(blockers))
+            self.add(rel, 1, CHECK, "%s: kept, still imported by %s (imports that --write "
+                     "cannot rewrite)" % (what, ", ".join(kept)))
+        else:
+            needs = tuple(sorted({(str(i), line) for i, line, target, key in imports
+                                  if target == rel and key is not None}))
+            self.add(rel, 1, DELETE, "%s: delete it (stock MXNet with mxpatch_bind replaces "
+                     "it)%s" % (what, _revision_words(copy)), edit=("delete",), needs=needs)
+
+
+def _revision_words(copy):
+    if copy.revision.note:
+        return "; %s" % copy.revision.note
+    return ""
+
+
+def _lines(numbers):
+    shown = ", ".join(map(str, numbers[:8]))
+    return shown + (" and %d more" % (len(numbers) - 8) if len(numbers) > 8 else "")
+
+
+def _tree_imports(tree):
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            out.append((node.lineno, node.level, node.module or ""))
+            if not node.module:  # from . import module
+                out += [(node.lineno, node.level, a.name) for a in node.names]
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, 0, a.name) for a in node.names]
+    return out
+
+
+def _text_imports(text):
+    out = []
+    for match in _IMPORT_LINE.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        if match.group(3):
+            out.append((line, 0, match.group(3)))
+        else:
+            out.append((line, len(match.group(1)), match.group(2)))
+    return out
