@@ -13,8 +13,16 @@ import re
 from pathlib import PurePosixPath
 
 from . import _migrate_fork as fork
+from . import _migrate_frozen as frozen
 from . import _migrate_py2 as py2
-from ._migrate_checks import CHECK, FORK_LOADERS, FileChecks, is_per_device_loader
+from ._migrate_checks import (
+    CHECK,
+    DEFAULT_RULE,
+    FORK_LOADERS,
+    OK,
+    FileChecks,
+    is_per_device_loader,
+)
 from ._migrate_files import FileProblem, lenient_text, read
 
 DELETE, PORT = "delete", "port"
@@ -147,6 +155,7 @@ class Scan:
                          % type(error).__name__)
             if parsed.python2 is not None:
                 self._python2_findings(rel, parsed)
+        self._frozen_findings()
         self._plan_deletions()
         return sorted(self.out, key=lambda f: (f.path, f.line, f.action, f.message))
 
@@ -167,6 +176,47 @@ class Scan:
             self.add(rel, nexts[0], CHECK, ".next() at line%s %s: kept as it is (an MXNet "
                      "DataIter has next() on Python 3 too); a generator or file needs "
                      "next(x)" % ("s" if len(nexts) > 1 else "", _lines(nexts)))
+
+    # ----------------------------------------------------------------------- frozen sets
+    def _frozen_findings(self):
+        """For each copy, what its rule froze of the repo's symbols for each FIXED_PARAMS
+        list of its sub-project, against compat's default rule, and the prefixes that
+        freeze nothing."""
+        copies = [(rel, c) for rel, c in sorted(self.copies.items()) if c.rule[0] in frozen.RULES]
+        if not copies:
+            return
+        trees = {rel: p.tree for rel, p in self.files.items() if rel not in self.copies}
+        lists = frozen.prefix_lists(self.root, trees)
+        for rel, copy in copies:
+            names = frozen.symbol_parameters(
+                {r: trees[r] for r in frozen.in_subproject(list(trees), rel)})
+            mine = set(frozen.in_subproject([found.where.rsplit(":", 1)[0] for found in lists],
+                                            rel))
+            for found in lists:
+                if names and found.where.rsplit(":", 1)[0] in mine:
+                    self._frozen_finding(rel, copy.rule, names, found)
+
+    def _frozen_finding(self, rel, rule_at, names, found):
+        rule, line = rule_at[0], rule_at[1] or 1
+        own = frozen.frozen(names, found.prefixes, rule)
+        default = frozen.frozen(names, found.prefixes, DEFAULT_RULE)
+        dead = frozen.dead_prefixes(names, found.prefixes, rule)
+        more = " and %d more configs" % (found.count - 1) if found.count > 1 else ""
+        listed = "FIXED_PARAMS %s (%s%s)" % (list(found.prefixes), found.where, more)
+        if rule != DEFAULT_RULE and own != default:
+            extra = sorted(default - own)
+            self.add(rel, line, OK, "%s: this copy's %s rule froze %d of the %d arguments the "
+                     "repo's symbols name; compat's default substring rule would freeze %d "
+                     "(%d more, e.g. %s): the constructions get fixed_param_rule=%r, which "
+                     "keeps the %d" % (listed, rule, len(own), len(names), len(default),
+                                       len(extra), ", ".join(extra[:4]), rule, len(own)))
+        if dead:
+            also = ("; by substring they would freeze %d more"
+                    % len(frozen.frozen(names, dead, DEFAULT_RULE)) if rule != DEFAULT_RULE
+                    else "")
+            self.add(rel, line, CHECK, "%s: under this copy's %s rule %s freeze nothing of "
+                     "the repo's symbols, probably not what was meant%s"
+                     % (listed, rule, ", ".join(map(repr, dead)), also))
 
     def resolve(self, rel, module, level):
         """The vendored copy an import refers to, or None (by sys.path-like lookup: the
