@@ -11,13 +11,14 @@ Python: numpy < 1.24 has no wheels there, so ``pip install "numpy<1.24"`` cannot
 """
 
 import importlib
+import importlib.util
 import os
 import re
 import sys
 import types
 import warnings
 from importlib import metadata
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 __all__ = ["MXNetEnvironmentError", "MXNetNotInstalledError", "NumpyTooNewError",
            "MXNetLibraryError", "import_mxnet", "named_failure", "mxnet_distributions",
@@ -191,6 +192,34 @@ def named_failure(error: BaseException) -> Optional[MXNetEnvironmentError]:
     return named
 
 
+def check_without_importing() -> None:
+    """Raise what :func:`import_mxnet` would, as far as can be told without importing MXNet.
+
+    For a process that only starts others that import it (the launcher's scheduler and
+    servers): no ``mxnet`` to be found, or an installed numpy of 1.24 or later.
+
+    Raises
+    ------
+    MXNetNotInstalledError
+        No ``mxnet`` package can be found on ``sys.path``.
+    NumpyTooNewError
+        The installed numpy distribution is 1.24 or later.
+
+    Examples
+    --------
+    >>> check_without_importing()  # MXNet 1.9.1 and numpy 1.23.5 installed: nothing to say
+    """
+    try:
+        findable = importlib.util.find_spec("mxnet") is not None
+    except (ImportError, ValueError):
+        findable = False
+    if not findable:
+        raise MXNetNotInstalledError()
+    version = _numpy_version()
+    if version != "?" and _leading_numbers(version) >= (1, 24):
+        raise NumpyTooNewError("bool")  # the first alias MXNet 1.x reads
+
+
 def python_fix(version: Sequence[int]) -> str:
     """The fix for a Python too new for MXNet 1.x: another Python, and why.
 
@@ -296,6 +325,11 @@ def mxnet_distributions() -> list:
 def _mxnet_version() -> str:
     versions = [version for _, version in mxnet_distributions()]
     return versions[0] if len(versions) == 1 else "1.x"
+
+
+def _leading_numbers(version: str) -> Tuple[int, ...]:
+    """'1.24.0rc1' -> (1, 24, 0)."""
+    return tuple(int(part) for part in re.findall(r"^\d+|(?<=\.)\d+", version)[:3])
 
 
 def _numpy_version() -> str:

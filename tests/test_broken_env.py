@@ -238,3 +238,15 @@ def test_after_mxnet_imports_the_guard_is_gone_and_mxnet_names_its_own_loader():
     """, REPO)
     assert completed.stdout.split() == ["True", "False", "True", "SourceFileLoader",
                                         "SourceFileLoader"], completed.stderr
+
+
+@pytest.mark.parametrize("kind", broken_env.KINDS)
+def test_the_launcher_says_the_fix_in_one_line_and_starts_nothing(tmp_path, kind):
+    # The scheduler and servers would each print import mxnet's traceback.
+    completed = run_in(kind, tmp_path, "-m", "mxpatch_bind.launch", "-n", "1", "--",
+                       sys.executable, "-c", "print('worker ran')")
+    assert completed.returncode == 1
+    assert completed.stdout == ""
+    [line] = completed.stderr.splitlines()
+    assert line.startswith("python -m mxpatch_bind.launch: error: ")
+    assert says_the_fix(line, kind)
