@@ -11,7 +11,7 @@ unchanged, its own ``provide_data`` / ``provide_label`` included.
 
 import queue
 import threading
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from .io import CurrentBatchIter
 
@@ -131,12 +131,12 @@ class PerDevicePrefetchingIter(CurrentBatchIter):
 
     # ----------------------------------------------------------------- the DataIter contract
     @property
-    def provide_data(self):
+    def provide_data(self) -> Any:
         """Per device, the data shapes of the next batch (of the last once exhausted)."""
         return self._shapes("provide_data", 0)
 
     @property
-    def provide_label(self):
+    def provide_label(self) -> Any:
         """Per device, the label shapes of the next batch (of the last once exhausted)."""
         return self._shapes("provide_label", 1)
 
@@ -181,10 +181,10 @@ class PerDevicePrefetchingIter(CurrentBatchIter):
         self._stop_fetcher()
         self._lookahead = (_ERROR, RuntimeError("PerDevicePrefetchingIter is closed"))
 
-    def __enter__(self):
+    def __enter__(self) -> "PerDevicePrefetchingIter":
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: Any) -> Literal[False]:
         self.close()
         return False
 
