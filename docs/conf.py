@@ -6,7 +6,21 @@ import sys
 sys.path.insert(0, os.path.abspath(".."))
 
 import mxpatch_bind  # noqa: E402
+from mxpatch_bind._mxnet_env import MXNetEnvironmentError, import_mxnet  # noqa: E402
 from mxpatch_bind.version import __version__  # noqa: E402
+
+# The API page documents bind, reshape, PerDeviceIter and compat, whose modules import MXNet:
+# without it autodoc would drop them and build a page that looks whole. Stop instead, saying
+# what to install (the docs extra leaves MXNet out so as not to replace a GPU build).
+try:
+    import_mxnet()
+except MXNetEnvironmentError as error:
+    from sphinx.errors import ConfigError
+
+    raise ConfigError("the API reference needs MXNet, which autodoc imports: %s. Install the "
+                      "docs with it: pip install -e \".[cpu,docs]\" (or add the docs extra "
+                      "beside your mxnet-cuXXX build: pip install -e \".[docs]\")"
+                      % error) from None
 
 project = "mxpatch_bind"
 author = "the mxpatch_bind authors"

@@ -5,7 +5,8 @@ of random size) on CPU contexts, twice from the same initial parameters: once th
 every batch padded to its largest image, and once with per-device shapes fed by
 ``PerDeviceIter``, each device padded only to its own images. A progress bar per run shows
 its throughput on its own clock, the figure the final table gives (tqdm if installed, else
-MXNet's Speedometer, on stderr); the table compares samples/s, padded pixels and accuracy.
+MXNet's Speedometer, on stderr; bars only on a terminal, so a log file gets plain lines);
+the table compares samples/s, padded pixels and accuracy.
 Exit status 1 if either run fails to learn; 2 for a bad option.
 """
 
@@ -86,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--progress", choices=["auto", "tqdm", "speedometer", "none"],
                         default="auto", help="progress display on stderr (default auto: a "
                         "tqdm bar on a terminal when tqdm is installed, else Speedometer's "
-                        "log lines; tqdm draws only on a terminal)")
+                        "plain log lines, also to a file or a pipe)")
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -223,7 +224,7 @@ class Progress:
             from tqdm import tqdm
             self.bar = tqdm(total=total_images, desc="%-14s" % title, unit="img",
                             file=sys.stderr, position=position, leave=True,
-                            dynamic_ncols=True, disable=None,  # None: draw on a terminal only
+                            dynamic_ncols=True,
                             bar_format="{desc} {percentage:3.0f}%|{bar}| "
                                        "{n_fmt}/{total_fmt} img{postfix}")
         elif self.kind == "speedometer":
