@@ -250,3 +250,16 @@ def test_the_launcher_says_the_fix_in_one_line_and_starts_nothing(tmp_path, kind
     [line] = completed.stderr.splitlines()
     assert line.startswith("python -m mxpatch_bind.launch: error: ")
     assert says_the_fix(line, kind)
+
+
+def test_the_docs_stop_in_one_line_naming_the_install_when_mxnet_is_missing(tmp_path):
+    # What sphinx-build does first: run docs/conf.py in docs/. Without MXNet autodoc would
+    # drop bind, reshape, PerDeviceIter and compat and still build a page.
+    completed = subprocess.run(
+        [sys.executable, "-c", "import runpy; runpy.run_path('conf.py')"],
+        env=broken_env.environment("missing", tmp_path, REPO), cwd=os.path.join(REPO, "docs"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+    assert completed.returncode == 2
+    [line] = completed.stderr.splitlines()
+    assert line.startswith("docs/conf.py: error: the API reference needs MXNet")
+    assert 'pip install -e ".[cpu,docs]"' in line
