@@ -1,7 +1,15 @@
-"""One PNG from the benchmarks' JSON results: variable-size speed-ups, reshape costs, memory."""
+"""One PNG from the benchmarks' JSON results: variable-size speed-ups, reshape costs, memory.
+
+Drawn to be read at the documentation's page width (about 1200 px for this 1700 px image):
+every text is FONT_SIZE points, the legends as large as the axis labels, and each legend
+sits below its panel, where it cannot cover a bar or a line.
+"""
 
 import json
 import os
+
+FONT_SIZE = 13  # points; at 110 dpi and 0.7x page scale, about 14 px on the page
+DPI = 110
 
 
 def load(out_dir, name):
@@ -14,6 +22,15 @@ def load(out_dir, name):
 
 def draw(out_dir, path):
     """Draw whichever of the variable, reshape and memory results ``out_dir`` holds."""
+    import matplotlib.pyplot as plt
+    figure = figure_of(out_dir)
+    figure.savefig(path, dpi=DPI)
+    plt.close(figure)
+    return path
+
+
+def figure_of(out_dir):
+    """The chart's figure (for :func:`draw`, and for tests that measure its layout)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -22,14 +39,22 @@ def draw(out_dir, path):
                ("memory", load(out_dir, "memory"))) if result is not None]
     if not panels:
         raise SystemExit("no variable/reshape/memory results in %s to draw" % out_dir)
-    figure, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2))
-    axes = axes if len(panels) > 1 else [axes]
-    for axis, (name, result) in zip(axes, panels):
-        globals()["_" + name](axis, result)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    with plt.rc_context({"font.size": FONT_SIZE, "axes.titlesize": FONT_SIZE,
+                         "axes.labelsize": FONT_SIZE, "legend.fontsize": FONT_SIZE,
+                         "xtick.labelsize": FONT_SIZE, "ytick.labelsize": FONT_SIZE}):
+        figure, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 6.0))
+        axes = axes if len(panels) > 1 else [axes]
+        for axis, (name, result) in zip(axes, panels):
+            globals()["_" + name](axis, result)
+            _legend_below(axis)
+        figure.set_dpi(DPI)
+        figure.tight_layout()
+    return figure
+
+
+def _legend_below(axis):
+    """The legend under the panel's x labels, one entry per row: it covers nothing."""
+    axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False)
 
 
 def _variable(axis, result):
@@ -45,7 +70,6 @@ def _variable(axis, result):
     axis.set_xticklabels(labels)
     axis.set_ylabel("steps/s relative to (a) stock padding")
     axis.set_title("Variable-size images, 2 CPU contexts")
-    axis.legend(loc="upper left", fontsize=8)
     axis.set_ylim(0, max(max(row["serial_ideal"] for row in rows) * 1.25, 1.5))
 
 
@@ -69,7 +93,6 @@ def _reshape(axis, result):
     axis.set_xticklabels(["%s shapes" % scenario for scenario in scenarios])
     axis.set_ylabel("ms per change of both devices' shapes")
     axis.set_title("Cost of a shape change")
-    axis.legend(fontsize=8)
 
 
 def _memory(axis, result):
@@ -79,5 +102,4 @@ def _memory(axis, result):
     axis.set_xlabel("random shape changes")
     axis.set_ylabel("resident memory, MB")
     axis.set_title("Memory over random shapes")
-    axis.legend(fontsize=7)
     axis.set_ylim(bottom=0)

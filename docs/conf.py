@@ -6,7 +6,21 @@ import sys
 sys.path.insert(0, os.path.abspath(".."))
 
 import mxpatch_bind  # noqa: E402
+from mxpatch_bind._mxnet_env import MXNetEnvironmentError, import_mxnet  # noqa: E402
 from mxpatch_bind.version import __version__  # noqa: E402
+
+# The API page documents bind, reshape, PerDeviceIter and compat, whose modules import MXNet:
+# without it autodoc would drop them and build a page that looks whole. Stop instead, in one
+# line saying what to install (the docs extra leaves MXNet out so as not to replace a GPU
+# build). Not a ConfigError: Sphinx 9 prints that as a crash report asking for a bug report.
+try:
+    import_mxnet()
+except MXNetEnvironmentError as error:
+    sys.stderr.write("docs/conf.py: error: the API reference needs MXNet, which autodoc "
+                     "imports: %s. Install the docs with it: pip install -e \".[cpu,docs]\" "
+                     "(beside an mxnet-cuXXX build: pip install -e \".[docs]\")\n" % error)
+    sys.stderr.flush()
+    os._exit(2)  # before Sphinx has written anything; SystemExit would become its crash report
 
 project = "mxpatch_bind"
 author = "the mxpatch_bind authors"

@@ -69,7 +69,16 @@ _LAZY = {"bind": "binding", "reshape": "binding", "PerDeviceIter": "io", "Input"
 def __getattr__(name):
     if name not in _LAZY:
         raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    value = getattr(importlib.import_module("." + _LAZY[name], __name__), name)
+    try:
+        module = importlib.import_module("." + _LAZY[name], __name__)
+    except (ImportError, AttributeError, OSError) as error:
+        # binding and io import MXNet: a broken environment is named with its fix.
+        from ._mxnet_env import named_failure
+        named = named_failure(error)
+        if named is None:
+            raise
+        raise named from error
+    value = getattr(module, name)
     globals()[name] = value
     return value
 

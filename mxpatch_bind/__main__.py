@@ -1,62 +1,88 @@
-"""``python -m mxpatch_bind COMMAND`` or ``mxpatch-bind COMMAND``: demo, doctor, migrate.
+"""``mxpatch-bind COMMAND`` or ``python -m mxpatch_bind COMMAND``: demo, doctor, migrate, launch.
 
-Each command lives in its own module, imported only when it runs, and parses its own
-options (``python -m mxpatch_bind demo --help``); this dispatcher imports neither MXNet nor
-wrapt, so ``--help`` and ``--version`` answer at once.
+One argparse parser with a subcommand per entry of :data:`COMMANDS`, each built the same
+way from its module: the module's ``add_arguments(parser)`` adds its options, its docstring
+(without markup) is its ``--help`` text, and its ``run(args)`` runs it, through
+:func:`mxpatch_bind._cli_types.run_parsed`, which reports every error in one form,
+``PROG: error: ...``. The program name is the one the user typed (``mxpatch-bind`` or
+``python -m mxpatch_bind``). No command module imports MXNet or wrapt at the top, so
+``--help`` and ``--version`` answer at once.
 """
 
+import argparse
 import importlib
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import Dict, NamedTuple, Optional, Sequence
 
-from ._cli_types import Parser
+from ._cli_types import Parser, description, report_error, run_parsed
 from .version import __version__
 
-__all__ = ["main", "COMMANDS"]
+__all__ = ["main", "COMMANDS", "build_parser"]
 
-# name -> (module with main(argv) -> int, one-line help)
-COMMANDS = {
-    "demo": ("mxpatch_bind.demo",
-             "train on variable-size images: stock padding vs per-device shapes"),
-    "doctor": ("mxpatch_bind.doctor",
-               "check Python, numpy, wrapt, MXNet and the devices; run a self-test"),
-    "migrate": ("mxpatch_bind.migrate",
-                "rewrite code written for the Deformable-ConvNets fork"),
+
+class Command(NamedTuple):
+    """One subcommand: the module with ``add_arguments`` and ``run``, and its one-line help."""
+
+    module: str
+    summary: str
+
+
+COMMANDS: Dict[str, Command] = {
+    "demo": Command("mxpatch_bind.demo",
+                    "train on variable-size images: stock padding vs per-device shapes"),
+    "doctor": Command("mxpatch_bind.doctor",
+                      "check Python, numpy, wrapt, MXNet and the devices; run a self-test"),
+    "migrate": Command("mxpatch_bind.migrate",
+                       "report (and rewrite) code written for the Deformable-ConvNets fork"),
+    "launch": Command("mxpatch_bind.launch",
+                      "run a dist_* kvstore job on this machine (also: python -m "
+                      "mxpatch_bind.launch)"),
 }
 
 
 def build_parser(prog: str = "python -m mxpatch_bind") -> Parser:
-    """The top-level parser: ``--help``, ``--version`` and the command's name.
+    """The whole command line: ``--help``, ``--version`` and a subparser per command.
 
     Parameters
     ----------
     prog : str
-        The program name shown in help and errors.
+        The program name shown in usage, help and errors.
 
     Returns
     -------
     Parser
-        A parser of ``[--version] COMMAND``; the command's own options are not its business.
+        Parsing gives ``command`` (the name), ``run`` (the command's ``run(args)``) and the
+        command's own options.
+
+    Raises
+    ------
+    ImportError
+        A command's module is not in this installation (:func:`main` reports it).
 
     Examples
     --------
-    >>> build_parser().parse_args(["doctor"]).command
-    'doctor'
+    >>> args = build_parser().parse_args(["demo", "--epochs", "2"])
+    >>> args.command, args.epochs
+    ('demo', 2)
     """
     parser = Parser(prog=prog, description="Per-device input shapes for stock MXNet Module.",
                     epilog="Each command has its own options: %s COMMAND --help" % prog)
     parser.add_argument("--version", action="version", version="mxpatch_bind %s" % __version__)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
-                                     required=True)
-    for name, (_, text) in COMMANDS.items():
-        # add_help=False: "demo --help" belongs to the demo's own parser.
-        commands.add_parser(name, help=text, add_help=False)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for name, command in COMMANDS.items():
+        module = importlib.import_module(command.module)
+        subparser = commands.add_parser(
+            name, prog="%s %s" % (prog, name), help=command.summary,
+            description=description(module.__doc__),
+            formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(subparser)
+        subparser.set_defaults(run=module.run, parser=subparser)
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run ``COMMAND`` with the arguments after it; returns the exit status.
+    """Run ``COMMAND`` with its options; returns the exit status.
 
     Parameters
     ----------
@@ -67,61 +93,51 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     -------
     int
         The command's exit status: 0 on success, 1 when it failed or cannot run here
-        (MXNet missing, numpy too new: one line on stderr names the fix).
+        (MXNet missing, numpy too new: one line on stderr names the fix). A usage error
+        exits with status 2 and one line on stderr, ``PROG: error: ...``.
 
     Examples
     --------
     ::
 
-        $ python -m mxpatch_bind --version
+        $ mxpatch-bind --version
         mxpatch_bind 0.1.0
-        $ python -m mxpatch_bind demo --epochs 0
-        python -m mxpatch_bind demo: error: argument --epochs: expected an integer >= 1, \
-got '0' (see python -m mxpatch_bind demo --help)
+        $ mxpatch-bind --bogus
+        mxpatch-bind: error: unrecognized arguments: --bogus (see mxpatch-bind --help)
+        $ mxpatch-bind demo --epochs 0
+        mxpatch-bind demo: error: argument --epochs: expected an integer >= 1, got '0' \
+(see mxpatch-bind demo --help)
     """
     args = list(sys.argv[1:] if argv is None else argv)
     prog = _prog()
-    # The top level has no option that takes a value: the first word is the command, and
-    # everything after it is the command's own.
-    split = next((index + 1 for index, arg in enumerate(args) if not arg.startswith("-")),
-                 len(args))
-    command = build_parser(prog).parse_args(args[:split]).command
-    return run_command(command, args[split:], "%s %s" % (prog, command))
-
-
-def run_command(name: str, argv: List[str], prog: str) -> int:
-    """Import command ``name``'s module and run its ``main(argv)``; returns the exit status.
-
-    A command whose module is not in this installation, and one that finds MXNet unusable
-    (:class:`~mxpatch_bind._mxnet_env.MXNetEnvironmentError`), print one line on stderr
-    and return 1.
-
-    Examples
-    --------
-    ::
-
-        $ python -m mxpatch_bind demo       # with numpy 1.24 installed
-        python -m mxpatch_bind demo: MXNet 1.9.1 cannot be imported with numpy 1.24.4: numpy \
-1.24 removed np.bool, which MXNet 1.x uses; fix: pip install "numpy<1.24"
-    """
-    module_name = COMMANDS[name][0]
     try:
-        command = importlib.import_module(module_name)
+        parser = build_parser(prog)
     except ModuleNotFoundError as error:
-        if error.name != module_name:
+        if error.name not in {command.module for command in COMMANDS.values()}:
             raise
-        print("%s: not available: this installation of mxpatch_bind %s has no %s module"
-              % (prog, __version__, module_name), file=sys.stderr)
+        report_error(prog, "not available: this installation of mxpatch_bind %s has no %s "
+                           "module" % (__version__, error.name))
         return 1
-    from ._mxnet_env import MXNetEnvironmentError
-    try:
-        return int(command.main(argv))
-    except MXNetEnvironmentError as error:
-        print("%s: %s" % (prog, error), file=sys.stderr)
-        return 1
+    _refuse_what_precedes_the_command(parser, args)
+    return run_parsed(parser, args)
+
+
+def _refuse_what_precedes_the_command(parser: Parser, args: Sequence[str]) -> None:
+    """An unknown option before the command is named as such, not as "COMMAND required"."""
+    for arg in args:
+        if arg in ("-h", "--help", "--version"):
+            return
+        if not arg.startswith("-"):
+            if arg not in COMMANDS:
+                parser.error("invalid command %r (choose from %s)"
+                             % (arg, ", ".join(COMMANDS)))
+            return
+        parser.error("unrecognized arguments: %s" % arg)
+    parser.error("a command is required: one of %s" % ", ".join(COMMANDS))
 
 
 def _prog() -> str:
+    """The program name as the user typed it: the console script, or ``python -m``."""
     script = os.path.basename(sys.argv[0])
     return script if script == "mxpatch-bind" else "python -m mxpatch_bind"
 

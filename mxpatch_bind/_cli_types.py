@@ -1,16 +1,22 @@
-"""argparse value types with ranges, and a parser whose usage errors are one line (private).
+"""argparse value types with ranges, a parser whose usage errors are one line, and the one
+way a command runs and fails (private).
 
-Shared by ``python -m mxpatch_bind`` and its subcommands, and by ``python -m benchmarks``:
-a bad value (``--epochs 0``, ``--rounds -1``, ``--min-accuracy nan``) is an argparse usage
-error, exit status 2, never a traceback from deeper in.
+Shared by ``mxpatch-bind`` (``python -m mxpatch_bind``) and its subcommands, by ``python -m
+mxpatch_bind.launch`` and by ``python -m benchmarks``: a bad value (``--epochs 0``,
+``--rounds -1``, ``--min-accuracy nan``) is an argparse usage error, exit status 2, never a
+traceback from deeper in. Every error has one form, ``PROG: error: MESSAGE``: usage errors
+exit 2 and add ``(see PROG --help)``; a broken MXNet environment exits 1 and its message
+ends with the fix.
 """
 
 import argparse
 import math
-from typing import NoReturn
+import re
+import sys
+from typing import Callable, NoReturn, Optional, Sequence
 
-__all__ = ["Parser", "positive_int", "nonneg_int", "fraction", "positive_float",
-           "nonneg_float"]
+__all__ = ["Parser", "UsageError", "run_parsed", "report_error", "plain", "description",
+           "positive_int", "nonneg_int", "fraction", "positive_float", "nonneg_float"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -29,6 +35,115 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, "%s: error: %s (see %s --help)\n" % (self.prog, message, self.prog))
+
+
+class UsageError(Exception):
+    """A command line that parsed but does not make sense; :func:`run_parsed` reports it.
+
+    Examples
+    --------
+    >>> str(UsageError("--samples 7 is less than one batch of 8 images"))
+    '--samples 7 is less than one batch of 8 images'
+    """
+
+
+def run_parsed(parser: argparse.ArgumentParser, argv: Optional[Sequence[str]] = None,
+               run: Optional[Callable[[argparse.Namespace], int]] = None) -> int:
+    """Parse ``argv``, run the command, and report its errors in one line.
+
+    The command is ``run``, or the ``run`` a subparser put in the namespace with
+    ``set_defaults(run=..., parser=subparser)``; errors are reported under that subparser's
+    program name, which the command also finds in ``args.prog``. A :class:`UsageError` is a
+    usage error (exit status 2); a broken MXNet environment
+    (:class:`~mxpatch_bind._mxnet_env.MXNetEnvironmentError`) prints
+    ``PROG: error: ...; fix: ...`` and returns 1.
+
+    Returns
+    -------
+    int
+        The command's exit status, or 1.
+
+    Examples
+    --------
+    >>> parser = Parser(prog="count")
+    >>> _ = parser.add_argument("n", type=positive_int)
+    >>> run_parsed(parser, ["3"], lambda args: args.n - 3)
+    0
+    """
+    from ._mxnet_env import MXNetEnvironmentError
+    args, unknown = parser.parse_known_args(argv)
+    owner: argparse.ArgumentParser = getattr(args, "parser", parser)
+    if unknown:  # named by the command they were given to, not by the top-level parser
+        owner.error("unrecognized arguments: %s" % " ".join(unknown))
+    args.prog = owner.prog
+    command = run if run is not None else args.run
+    try:
+        return int(command(args))
+    except UsageError as error:
+        owner.error(str(error))
+    except MXNetEnvironmentError as error:
+        report_error(owner.prog, str(error))
+        return 1
+
+
+def report_error(prog: str, message: str) -> None:
+    """Print ``PROG: error: MESSAGE`` on stderr: the one form of every command's errors.
+
+    Examples
+    --------
+    >>> report_error("mxpatch-bind demo", "no")  # doctest: +SKIP
+    mxpatch-bind demo: error: no
+    """
+    print("%s: error: %s" % (prog, message), file=sys.stderr)
+
+
+# reStructuredText a docstring uses and a terminal should not show: ``literal``,
+# :role:`~dotted.name` or :role:`text <target>`, *emphasis*, a literal block's "::".
+_ROLE = re.compile(r":[a-z]+:`~?(?:([^`<]*?)\s*<[^`>]*>|([^`]*))`")
+_LITERAL = re.compile(r"``(.*?)``")
+_EMPHASIS = re.compile(r"(?<![\w*])\*{1,2}([^*\s][^*]*?)\*{1,2}(?![\w*])")
+
+
+def plain(text: str) -> str:
+    """``text`` without its reStructuredText markup, for a terminal.
+
+    Examples
+    --------
+    >>> plain("``--write`` rewrites to :mod:`mxpatch_bind.compat`, see :func:`~a.b.run`::")
+    '--write rewrites to mxpatch_bind.compat, see run:'
+    """
+    text = _ROLE.sub(lambda match: _short_name(match.group(1) or match.group(2)), text)
+    text = _LITERAL.sub(r"\1", text)
+    text = _EMPHASIS.sub(r"\1", text)
+    return re.sub(r"(?<=\S)::$", ":", text, flags=re.MULTILINE)
+
+
+def description(docstring: Optional[str]) -> str:
+    """A command's ``--help`` text from its module docstring: plain, without the first line
+    (the synopsis, which names a program) and without the numpydoc sections.
+
+    Examples
+    --------
+    >>> description('''``x``: one line.
+    ...
+    ... What ``x`` does.
+    ...
+    ... Examples
+    ... --------
+    ... >>> x()
+    ... ''')
+    'What x does.'
+    """
+    lines = (docstring or "").strip().splitlines()[1:]
+    for index, (line, underline) in enumerate(zip(lines, lines[1:] + [""])):
+        if line.strip() and set(underline.strip()) == {"-"}:
+            lines = lines[:index]
+            break
+    return plain("\n".join(lines).strip())
+
+
+def _short_name(reference: str) -> str:
+    return reference.strip().rpartition(".")[2] if reference.startswith("~") else reference
 
 
 def positive_int(text: str) -> int:

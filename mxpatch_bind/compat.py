@@ -18,11 +18,15 @@ import os
 import types
 from typing import Any, Optional, Sequence
 
-import mxnet as mx
-from mxnet.io import DataDesc
+from ._mxnet_env import import_mxnet
 
-from .errors import ShapeSpecError
-from .transactions import all_or_nothing
+# Through import_mxnet: a broken environment (numpy 1.24, no libmxnet.so) is named with its
+# fix at the migration's one import line, not as numpy's AttributeError.
+mx = import_mxnet()
+from mxnet.io import DataDesc  # noqa: E402  (MXNet is imported, or named broken, above)
+
+from .errors import ShapeSpecError  # noqa: E402
+from .transactions import all_or_nothing  # noqa: E402
 
 __all__ = ["MutableModule", "Module", "fixed_param_names_from_prefix"]
 

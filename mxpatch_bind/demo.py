@@ -5,7 +5,8 @@ of random size) on CPU contexts, twice from the same initial parameters: once th
 every batch padded to its largest image, and once with per-device shapes fed by
 ``PerDeviceIter``, each device padded only to its own images. A progress bar per run shows
 its throughput on its own clock, the figure the final table gives (tqdm if installed, else
-MXNet's Speedometer, on stderr); the table compares samples/s, padded pixels and accuracy.
+MXNet's Speedometer, on stderr; bars only on a terminal, so a log file gets plain lines);
+the table compares samples/s, padded pixels and accuracy.
 Exit status 1 if either run fails to learn; 2 for a bad option.
 """
 
@@ -15,14 +16,27 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
-from ._cli_types import Parser, fraction, nonneg_int, positive_int
+from ._cli_types import (
+    Parser,
+    UsageError,
+    description,
+    fraction,
+    nonneg_int,
+    positive_int,
+    run_parsed,
+)
 from ._nets import conv_classifier
 
 CLASSES = 3
 
 
-def build_parser() -> Parser:
-    """The demo's options, each with its type and range.
+def build_parser(prog: str = "python -m mxpatch_bind demo") -> Parser:
+    """The demo's parser (what ``python -m mxpatch_bind.demo`` parses with).
+
+    Parameters
+    ----------
+    prog : str
+        The program name in usage and errors.
 
     Returns
     -------
@@ -35,8 +49,22 @@ def build_parser() -> Parser:
     >>> build_parser().parse_args(["--epochs", "2"]).epochs
     2
     """
-    parser = Parser(prog="python -m mxpatch_bind demo", description=__doc__,
+    parser = Parser(prog=prog, description=description(__doc__),
                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the demo's options, each with its type and range, to ``parser``.
+
+    Examples
+    --------
+    >>> parser = Parser(prog="demo")
+    >>> add_arguments(parser)
+    >>> parser.parse_args(["--devices", "3"]).devices
+    3
+    """
     parser.add_argument("--epochs", type=positive_int, default=3,
                         help="epochs per run (default 3)")
     parser.add_argument("--devices", type=positive_int, default=2,
@@ -57,9 +85,9 @@ def build_parser() -> Parser:
                         help="validation accuracy each run must reach, 0 to 1 (default 0.85)")
     parser.add_argument("--plot", metavar="PNG", help="draw throughput and padding (matplotlib)")
     parser.add_argument("--progress", choices=["auto", "tqdm", "speedometer", "none"],
-                        default="auto", help="progress display on stderr (default: tqdm if "
-                        "installed, else Speedometer)")
-    return parser
+                        default="auto", help="progress display on stderr (default auto: a "
+                        "tqdm bar on a terminal when tqdm is installed, else Speedometer's "
+                        "plain log lines, also to a file or a pipe)")
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -72,11 +100,24 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.samples < args.devices * args.per_device:
-        parser.error("--samples %d is less than one batch of %d images (--devices %d x "
-                     "--per-device %d)" % (args.samples, args.devices * args.per_device,
-                                            args.devices, args.per_device))
+    try:
+        check(args)
+    except UsageError as error:
+        parser.error(str(error))
     return args
+
+
+def check(args: argparse.Namespace) -> None:
+    """Raise :class:`~mxpatch_bind._cli_types.UsageError` unless ``args`` hold one batch.
+
+    Examples
+    --------
+    >>> check(build_parser().parse_args(["--samples", "8"]))
+    """
+    if args.samples < args.devices * args.per_device:
+        raise UsageError("--samples %d is less than one batch of %d images (--devices %d x "
+                         "--per-device %d)" % (args.samples, args.devices * args.per_device,
+                                                args.devices, args.per_device))
 
 
 def _sizes(text: str) -> tuple:
@@ -226,8 +267,12 @@ class Progress:
 
 
 def _progress_kind(kind: str) -> str:
+    """``auto``: a tqdm bar on a terminal, else Speedometer's plain log lines (a file or a
+    pipe gets no carriage returns and escape sequences)."""
     if kind != "auto":
         return kind
+    if not sys.stderr.isatty():
+        return "speedometer"
     try:
         import tqdm as _  # noqa: F401  (an optional extra: is it installed?)
     except ImportError:
@@ -419,15 +464,39 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     Returns
     -------
     int
+        0 when both runs learned, 1 when one did not, or when MXNet is missing or numpy too
+        new for it (one line on stderr names the fix); a usage error exits with status 2.
+
+    Examples
+    --------
+    ::
+
+        $ python -m mxpatch_bind demo --epochs 1 > log.txt
+    """
+    return run_parsed(build_parser(), argv, run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the demo ``args`` describe (from a parser :func:`add_arguments` filled).
+
+    Returns
+    -------
+    int
         0 when both runs learned, 1 when one did not.
 
     Raises
     ------
+    mxpatch_bind._cli_types.UsageError
+        Fewer ``--samples`` than one batch.
     mxpatch_bind._mxnet_env.MXNetEnvironmentError
-        MXNet is missing or numpy too new for it (``python -m mxpatch_bind`` prints it as
-        one line and exits 1).
+        MXNet is missing or numpy too new for it.
+
+    Examples
+    --------
+    >>> run(build_parser().parse_args(["--epochs", "1"]))  # doctest: +SKIP
+    0
     """
-    args = parse_args(argv)
+    check(args)
     from ._mxnet_env import import_mxnet, quiet_subgraph_log
     quiet_subgraph_log()  # its lines would break the progress bars
     import_mxnet()

@@ -32,18 +32,19 @@ Examples
     all 12 checks passed
 """
 
+import argparse
 import glob
 import importlib
 import os
 import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from ._cli_types import Parser
+from ._cli_types import Parser, description, run_parsed
 from ._nets import conv_classifier
 from .errors import PatchError
 from .version import __version__
 
-__all__ = ["main", "self_test_contexts"]
+__all__ = ["main", "add_arguments", "run", "self_test_contexts"]
 
 # Two devices with different image and batch sizes (the sizes CONTEXT.md measured the fork on).
 SELF_TEST_SHAPES = ((2, 3, 32, 48), (3, 3, 40, 24))
@@ -93,11 +94,31 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     int
         The exit status.
     """
-    Parser(prog="python -m mxpatch_bind doctor",
-           description="Check Python, numpy, wrapt, MXNet, its build and GPUs, and the "
-                       "mxpatch_bind patch on this machine, and run a 2-device self-test. "
-                       "Exit status 0 when no check fails."
-           ).parse_args([] if argv is None else argv)
+    parser = Parser(prog="python -m mxpatch_bind doctor", description=description(__doc__),
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run_parsed(parser, [] if argv is None else argv, run)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The doctor takes no options; ``--help`` is the parser's own.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> add_arguments(argparse.ArgumentParser(prog="doctor"))
+    """
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run every check and print them; 0 if none failed, else 1.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> run(argparse.Namespace())  # doctest: +SKIP
+    0
+    """
     from ._mxnet_env import quiet_subgraph_log
     quiet_subgraph_log()
     print("mxpatch_bind %s doctor" % __version__)

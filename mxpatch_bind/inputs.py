@@ -113,7 +113,7 @@ class Input:
             .format(self.name, self.size_axes, self.variable_axes, self.pad_value,
                     str(self.dtype))
 
-    def min_rank(self):
+    def min_rank(self) -> int:
         """The least sample rank the declared axes fit in."""
         return max(self.size_axes + self.variable_axes, default=-1) + 1
 

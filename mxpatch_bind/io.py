@@ -2,6 +2,7 @@
 
 import copy
 import numbers
+from typing import Any, List, Optional, Sequence
 
 import mxnet as mx
 import numpy as np
@@ -438,11 +439,14 @@ class PerDeviceIter(CurrentBatchIter):
     [[(1, 2, 5)], [(1, 1, 5)]]
     """
 
-    def __init__(self, data, label=None, *, num_devices, batch_per_device, shuffle=False,
-                 seed=0, grouping=True, group_window=None, data_name="data",
-                 label_name="softmax_label", dtype="float32", layout="NCHW", inputs=None,
-                 label_inputs=(), sizes=None, num_workers=0, prefetch=None, balanced=False,
-                 pad_to_multiple=1):
+    def __init__(self, data: Any, label: Any = None, *, num_devices: int,
+                 batch_per_device: int, shuffle: bool = False, seed: int = 0,
+                 grouping: bool = True, group_window: Optional[int] = None,
+                 data_name: str = "data", label_name: str = "softmax_label",
+                 dtype: Any = "float32", layout: str = "NCHW",
+                 inputs: Optional[Sequence[Input]] = None, label_inputs: Sequence[Input] = (),
+                 sizes: Any = None, num_workers: int = 0, prefetch: Optional[int] = None,
+                 balanced: bool = False, pad_to_multiple: int = 1) -> None:
         self._num_devices = _check_int("num_devices", num_devices)
         self._batch_per_device = _check_int("batch_per_device", batch_per_device)
         self._shuffle = _check_flag("shuffle", shuffle)
@@ -470,27 +474,27 @@ class PerDeviceIter(CurrentBatchIter):
         self._start_epoch(0)
 
     @property
-    def num_devices(self):
+    def num_devices(self) -> int:
         """Number of devices each batch is split across."""
         return self._num_devices
 
     @property
-    def batch_per_device(self):
+    def batch_per_device(self) -> int:
         """Samples each device gets in every batch (on average, with ``balanced``)."""
         return self._batch_per_device
 
     @property
-    def num_batches(self):
+    def num_batches(self) -> int:
         """Batches per epoch: ``ceil(len(data) / batch_size)``."""
         return len(self._plan)
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         """Number of :meth:`reset` calls so far; the constructor starts epoch 0."""
         return self._epoch
 
     @property
-    def batch_indices(self):
+    def batch_indices(self) -> List[List[List[int]]]:
         """Per batch, per device, the dataset indices of the samples, filler included.
 
         Describes the current epoch. The filler of the last batch repeats its
@@ -507,7 +511,7 @@ class PerDeviceIter(CurrentBatchIter):
         return [[indices.tolist() for indices in plan.device_indices] for plan in self._plan]
 
     @property
-    def sample_order(self):
+    def sample_order(self) -> np.ndarray:
         """Dataset index of each row ``Module.predict()`` returns for the current epoch.
 
         That is the flat order of the batches with the filler dropped: a
@@ -527,16 +531,16 @@ class PerDeviceIter(CurrentBatchIter):
         return flat[:len(self._sizes)]
 
     @property
-    def provide_data(self):
+    def provide_data(self) -> Any:
         """Per device, the data shapes of the next batch (of the last once exhausted)."""
         return self._upcoming().provide_data
 
     @property
-    def provide_label(self):
+    def provide_label(self) -> Any:
         """Per device, the label shapes; None without labels."""
         return self._upcoming().provide_label
 
-    def reset(self):
+    def reset(self) -> None:
         """Start the next epoch: reshuffle when ``shuffle``, then regroup.
 
         After a failed batch (:class:`~mxpatch_bind.DataLoadError`, ``DataSpecError``), the
@@ -555,7 +559,7 @@ class PerDeviceIter(CurrentBatchIter):
         """
         self._start_epoch(self._epoch + 1)
 
-    def iter_next(self):
+    def iter_next(self) -> bool:
         """Move to the next batch; return False at the end of the epoch.
 
         Raises the failure of a batch that could not be loaded, as :meth:`next` does.
@@ -567,7 +571,7 @@ class PerDeviceIter(CurrentBatchIter):
         self._cursor += 1
         return True
 
-    def next(self):
+    def next(self) -> Any:
         """Return the next batch, with per-device ``data``, ``label`` and shapes.
 
         Returns
@@ -612,7 +616,7 @@ class PerDeviceIter(CurrentBatchIter):
             raise StopIteration
         return self._current
 
-    def padding_stats(self):
+    def padding_stats(self) -> PaddingStats:
         """Count real, padding, filler and rounding pixels of the current epoch's batches.
 
         Computed from the plan alone, without building any batch, so settings

@@ -47,10 +47,11 @@ import threading
 import time
 from typing import Callable, List, Mapping, Optional, Sequence, TextIO
 
-from . import _launch_args, _launch_env, _launch_watchdog
+from . import _cli_types, _launch_args, _launch_env, _launch_watchdog
 from ._launch_env import LOOPBACK
+from ._mxnet_env import check_without_importing
 
-__all__ = ["launch", "main"]
+__all__ = ["launch", "main", "add_arguments", "run"]
 
 _PROG = "mxpatch_bind.launch"
 _POLL_S = 0.05
@@ -487,6 +488,10 @@ def launch(command: Sequence[str], num_workers: int, num_servers: int = 1,
     ValueError
         When an argument is outside the accepted range, or ``env`` sets a
         variable the launcher owns; nothing is started.
+    mxpatch_bind._mxnet_env.MXNetEnvironmentError
+        When this Python has no MXNet, or a numpy MXNet cannot import, so the
+        scheduler and servers could not start (an ``ImportError`` whose
+        message ends with the fix); nothing is started.
 
     Examples
     --------
@@ -510,6 +515,9 @@ def launch(command: Sequence[str], num_workers: int, num_servers: int = 1,
                                        none_means="no limit")
     grace = _launch_args.seconds("grace", grace, 0, inclusive=True)
     extra_env = _launch_args.check_env(env)
+    # The scheduler and servers run ``import mxnet`` in this Python: say why they cannot
+    # before starting them, rather than forward each one's traceback.
+    check_without_importing()
     output = _Output(stdout or sys.stdout, stderr or sys.stderr)
     environ = _launch_env.job_environ(os.environ, extra_env, num_workers, num_servers,
                                       _free_port())
@@ -530,14 +538,19 @@ def launch(command: Sequence[str], num_workers: int, num_servers: int = 1,
 
 # -- command line ------------------------------------------------------------------------
 
-def _parser():
-    parser = _launch_args.Parser(
-        prog="python -m " + _PROG,
-        description="Run a dist_* kvstore job on this machine (127.0.0.1 only): "
-                    "one scheduler, the servers, and the workers running COMMAND.",
-        epilog="Example: python -m {} -n 2 -s 1 -- python train.py --kv-store dist_sync"
-               .format(_PROG),
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the launcher's options to ``parser`` (``python -m mxpatch_bind.launch`` and the
+    ``mxpatch-bind launch`` subcommand build theirs with it).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from mxpatch_bind.launch import add_arguments
+    >>> parser = argparse.ArgumentParser(prog="launch")
+    >>> add_arguments(parser)
+    >>> parser.parse_args(["-n", "2", "--", "python", "train.py"]).num_workers
+    2
+    """
     parser.add_argument("-n", "--num-workers", type=_launch_args.count_flag, required=True,
                         help="number of workers")
     parser.add_argument("-s", "--num-servers", type=_launch_args.count_flag, default=1,
@@ -548,6 +561,13 @@ def _parser():
                         help="seconds to let processes exit by themselves (default: %(default)g)")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND",
                         help="the worker command, after --")
+
+
+def _parser():
+    parser = _cli_types.Parser(prog="python -m " + _PROG,
+                               description=_cli_types.description(__doc__),
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
     return parser
 
 
@@ -562,8 +582,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     Returns
     -------
     int
-        The exit status :func:`launch` returns. A bad command line exits with
-        status 2 and one line on stderr before anything starts.
+        The exit status :func:`launch` returns; 1 with one line on stderr, naming
+        the fix, when this Python has no usable MXNet. A bad command line exits
+        with status 2 and one line on stderr before anything starts.
 
     Examples
     --------
@@ -571,21 +592,42 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     >>> main(['-n', '2', '--timeout', '60', '--', 'python', 'train.py'])  # doctest: +SKIP
     0
     """
-    args = _parse_args(argv)
-    return launch(args.command, args.num_workers, args.num_servers,
-                  timeout=args.timeout or None, grace=args.grace)
+    return _cli_types.run_parsed(_parser(), argv, run)
 
 
-def _parse_args(argv):
-    """Parse the command line; exit with status 2 on a bad one, as argparse does."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Launch the job the parsed command line ``args`` describes; returns the exit status.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        From a parser :func:`add_arguments` filled.
+
+    Returns
+    -------
+    int
+        As :func:`main`.
+
+    Raises
+    ------
+    mxpatch_bind._cli_types.UsageError
+        No worker command after ``--``.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from mxpatch_bind import launch
+    >>> parser = argparse.ArgumentParser(prog="launch")
+    >>> launch.add_arguments(parser)
+    >>> launch.run(parser.parse_args(["-n", "2", "--", "python", "train.py"]))  # doctest: +SKIP
+    0
+    """
     # argparse keeps the separator in front of a REMAINDER argument.
-    if args.command[:1] == ["--"]:
-        args.command = args.command[1:]
-    if not args.command:
-        parser.error("a worker command is required, e.g. -- python train.py")
-    return args
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise _cli_types.UsageError("a worker command is required, e.g. -- python train.py")
+    return launch(command, args.num_workers, args.num_servers,
+                  timeout=args.timeout or None, grace=args.grace)
 
 
 if __name__ == "__main__":

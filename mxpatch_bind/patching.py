@@ -22,6 +22,12 @@ Policies, each decided here:
   then, if the count says installed, the patch applied again.
 * **MXNet not installed.** ``install()`` before ``import mxnet`` waits for the import; if no
   ``mxnet`` module can be found at all, it warns once, naming the fix.
+* **MXNet broken.** While an ``install()`` waits, ``import mxnet`` runs under the import
+  guard (``_import_guard``): numpy 1.24 or later and a native library that does not load
+  fail with the error that names the fix, not with numpy's ``AttributeError`` seen through
+  wrapt's import hook.
+* **Each message once.** A warning is also logged, but only where logging has a handler:
+  with none, logging's last-resort handler would print it a second time on stderr.
 """
 
 import contextlib
@@ -40,6 +46,8 @@ from typing import Any, Literal, NamedTuple, Optional, Tuple
 
 import wrapt
 
+from . import _import_guard
+from ._mxnet_env import not_installed_fix
 from .errors import PatchError, UnsupportedMXNetError
 from .settings import current as current_settings
 
@@ -48,9 +56,6 @@ __all__ = ["install", "uninstall", "patched", "is_installed", "status", "PatchSt
 logger = logging.getLogger(__name__)
 
 SUPPORTED_VERSIONS = ((1, 6), (1, 9))  # inclusive range of (major, minor)
-
-MXNET_INSTALL_FIX = ('pip install "mxnet==1.9.1" "numpy<1.24" (or an mxnet-cuXXX 1.9.1 build '
-                     'for NVIDIA GPUs)')
 
 _BIND_PARAMETERS = ("self", "data_shapes", "label_shapes", "for_training", "inputs_need_grad",
                     "force_rebind", "shared_module", "grad_req")
@@ -498,7 +503,7 @@ def _remove(force):
     _state.switch.on = False
     _state.switch = _Switch()
     for message in news:
-        logger.warning("%s", message)
+        _log_if_handled(logging.WARNING, message)
     logger.debug("mxpatch_bind restored the original methods")
     return news
 
@@ -531,6 +536,12 @@ def _replacement(target, place, handle):
 def _warn(message, stacklevel):
     """A RuntimeWarning; ``stacklevel`` as ``warnings.warn`` would count it in our caller."""
     warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
+
+
+def _log_if_handled(level, message):
+    """Log what is also warned, only where a handler takes it: else it prints twice."""
+    if logger.hasHandlers():
+        logger.log(level, "%s", message)
 
 
 def _ours(target):
@@ -664,8 +675,8 @@ def _warn_if_mxnet_is_missing():
                "be found), so the patch is pending until `import mxnet` succeeds; "
                "mxpatch_bind.status().pending says whether it still waits, and `python -m "
                "mxpatch_bind doctor` checks the installation. Install MXNet with: %s"
-               % MXNET_INSTALL_FIX)
-    logger.warning("%s", message)
+               % not_installed_fix())
+    _log_if_handled(logging.WARNING, message)
     _warn(message, stacklevel=3)
 
 
@@ -675,6 +686,7 @@ def _register_import_hook():
     if not _state.hook_registered:
         _state.hook_registered = True
         wrapt.register_post_import_hook(_on_mxnet_imported, "mxnet")
+    _import_guard.arm()  # after: wrapt's finder goes first on sys.meta_path, the guard before it
 
 
 def _on_mxnet_imported(_module):
@@ -707,7 +719,7 @@ def _apply_pending(mx):
         except UnsupportedMXNetError as error:
             # Raising here would fail ``import mxnet`` itself; cancel the install and say so.
             _state.refcount = 0
-            logger.error("%s", error)
+            _log_if_handled(logging.ERROR, str(error))
             warnings.warn(str(error), RuntimeWarning, stacklevel=2)
 
 

@@ -13,7 +13,7 @@ import atexit
 import queue
 import threading
 import weakref
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from .io import CurrentBatchIter
 
@@ -154,12 +154,12 @@ class PerDevicePrefetchingIter(CurrentBatchIter):
 
     # ----------------------------------------------------------------- the DataIter contract
     @property
-    def provide_data(self):
+    def provide_data(self) -> Any:
         """Per device, the data shapes of the next batch (of the last once exhausted)."""
         return self._shapes("provide_data", 0)
 
     @property
-    def provide_label(self):
+    def provide_label(self) -> Any:
         """Per device, the label shapes of the next batch (of the last once exhausted)."""
         return self._shapes("provide_label", 1)
 
@@ -221,10 +221,10 @@ class PerDevicePrefetchingIter(CurrentBatchIter):
         raise TypeError("PerDevicePrefetchingIter cannot be pickled or copied: it owns a thread; "
                         "copy the iterator it wraps and wrap the copy in a new one")
 
-    def __enter__(self):
+    def __enter__(self) -> "PerDevicePrefetchingIter":
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: Any) -> Literal[False]:
         self.close()
         return False
 

@@ -36,7 +36,8 @@ _LOCK = threading.Lock()
 _current: Optional[Settings] = None
 
 
-def configure(*, exec_cache_size=None, reshape_threads=None):
+def configure(*, exec_cache_size: Optional[int] = None,
+              reshape_threads: Optional[int] = None) -> "Settings":
     """Set how many executors each device caches and how many threads reshape devices.
 
     Parameters

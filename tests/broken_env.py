@@ -8,7 +8,9 @@
     (``ModuleNotFoundError: No module named 'mxnet'``, the same error, with ``name`` set);
 ``"numpy"``
     an ``mxnet`` package that fails at import exactly as MXNet 1.x does under numpy >= 1.24:
-    the ``AttributeError`` numpy 1.24's ``__getattr__`` raises for ``np.bool``.
+    the ``AttributeError`` numpy 1.24's ``__getattr__`` raises for ``np.bool``; and the
+    metadata of a numpy 1.26.4 distribution, which what reads the installed versions sees
+    (``pip install mxnet==1.9.1`` installs that numpy).
 """
 
 import os
@@ -66,6 +68,9 @@ def path_for(kind, directory):
         os.makedirs(os.path.join(directory, "mxnet"))
         with open(os.path.join(directory, "mxnet", "__init__.py"), "w") as stream:
             stream.write(FAKE_MXNET)
+        os.makedirs(os.path.join(directory, "numpy-1.26.4.dist-info"))
+        with open(os.path.join(directory, "numpy-1.26.4.dist-info", "METADATA"), "w") as stream:
+            stream.write("Metadata-Version: 2.1\nName: numpy\nVersion: 1.26.4\n")
     else:
         raise ValueError("kind must be one of %r, got %r" % (KINDS, kind))
     return directory

@@ -6,6 +6,7 @@ prints and exits with is checked in subprocesses.
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -33,7 +34,7 @@ def test_help_goes_to_stdout_lists_every_command_and_exits_0():
     assert completed.returncode == 0
     assert completed.stderr == ""
     assert completed.stdout.startswith("usage: python -m mxpatch_bind ")
-    for name in ("demo", "doctor", "migrate"):
+    for name in ("demo", "doctor", "migrate", "launch"):
         assert "\n    %s " % name in completed.stdout
 
 
@@ -59,9 +60,10 @@ def test_help_imports_neither_mxnet_nor_wrapt():
 
 
 @pytest.mark.parametrize("argv, expected", [
-    ([], "the following arguments are required: COMMAND"),
-    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ([], "a command is required: one of demo, doctor, migrate, launch"),
+    (["frobnicate"], "invalid command 'frobnicate' (choose from demo, doctor, migrate, launch)"),
     (["--epochs", "demo"], "unrecognized arguments: --epochs"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
 ])
 def test_a_missing_or_unknown_command_is_a_one_line_usage_error(capsys, argv, expected):
     with pytest.raises(SystemExit) as exit_info:
@@ -89,11 +91,21 @@ def test_a_command_help_is_its_own(capsys):
     assert out.startswith("usage: python -m mxpatch_bind demo ") and "--epochs" in out
 
 
+def test_an_option_the_command_does_not_know_is_named_by_the_command(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["doctor", "--bogus"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        "python -m mxpatch_bind doctor: error: unrecognized arguments: --bogus "
+        "(see python -m mxpatch_bind doctor --help)\n")
+
+
 def test_a_command_whose_module_is_not_installed_fails_in_one_line(monkeypatch, capsys):
-    monkeypatch.setitem(cli.COMMANDS, "migrate", ("mxpatch_bind._no_such_module", "absent"))
+    monkeypatch.setitem(cli.COMMANDS, "migrate",
+                        cli.Command("mxpatch_bind._no_such_module", "absent"))
     assert cli.main(["migrate", "--help"]) == 1
     captured = capsys.readouterr()
-    assert captured.err == ("python -m mxpatch_bind migrate: not available: this installation "
+    assert captured.err == ("python -m mxpatch_bind: error: not available: this installation "
                             "of mxpatch_bind %s has no mxpatch_bind._no_such_module module\n"
                             % mxpatch_bind.__version__)
 
@@ -164,3 +176,70 @@ def test_the_type_helpers_accept_values_in_range(helper, text, value):
 def test_the_type_helpers_reject_values_out_of_range_naming_them(helper, text):
     with pytest.raises(argparse.ArgumentTypeError, match=repr(text).replace(".", r"\.")):
         helper(text)
+
+
+# --------------------------------------------------------------------------- as a user runs it
+SCRIPT = shutil.which("mxpatch-bind", path=os.path.dirname(sys.executable))
+needs_script = pytest.mark.skipif(SCRIPT is None, reason="the mxpatch-bind console script is "
+                                  "not installed beside this Python")
+
+
+def run_script(*args, timeout=120):
+    return subprocess.run([SCRIPT] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=timeout, check=False)
+
+
+@needs_script
+@pytest.mark.parametrize("command", ["demo", "doctor", "migrate", "launch"])
+def test_the_console_script_names_itself_and_each_help_is_plain_text(command):
+    completed = run_script(command, "--help")
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith("usage: mxpatch-bind %s " % command)
+    for markup in ("``", ":func:", ":class:", ":mod:", ":meth:", "::\n"):
+        assert markup not in completed.stdout, markup
+
+
+@needs_script
+def test_the_console_script_reports_an_unknown_option_as_one(tmp_path):
+    completed = run_script("--bogus")
+    assert completed.returncode == 2
+    assert completed.stdout == ""
+    assert completed.stderr == ("mxpatch-bind: error: unrecognized arguments: --bogus "
+                                "(see mxpatch-bind --help)\n")
+
+
+@needs_script
+def test_launch_is_a_subcommand_with_the_launchers_options():
+    completed = run_script("launch", "-n", "0", "--", "python")
+    assert completed.returncode == 2
+    assert completed.stderr == (
+        "mxpatch-bind launch: error: argument -n/--num-workers: must be an integer >= 1, got "
+        "'0' (see mxpatch-bind launch --help)\n")
+
+
+@pytest.mark.parametrize("prog, args", [
+    ("python -m mxpatch_bind demo", ["--epochs", "0"]),
+    ("python -m mxpatch_bind doctor", ["extra"]),
+    ("python -m mxpatch_bind migrate", []),
+    ("python -m mxpatch_bind launch", ["-n", "2"]),
+    ("python -m mxpatch_bind.launch", ["-n", "2"]),  # the launcher by its module path
+])
+def test_every_command_reports_a_usage_error_in_one_form(prog, args):
+    completed = run_python(*prog.split()[1:], *args, timeout=120)
+    assert completed.returncode == 2, completed.stderr
+    [line] = completed.stderr.splitlines()
+    assert line.startswith(prog + ": error: ") and line.endswith("(see %s --help)" % prog)
+
+
+def test_the_demo_writes_no_bar_control_characters_to_a_file(tmp_path):
+    pytest.importorskip("tqdm")
+    log = tmp_path / "log.txt"
+    with open(str(log), "w") as stream:
+        completed = subprocess.run(
+            [sys.executable, "-m", "mxpatch_bind", "demo", "--epochs", "1", "--samples", "16",
+             "--sizes", "16,24", "--min-accuracy", "0"], stdout=stream, stderr=subprocess.STDOUT,
+            env=dict(os.environ, PYTHONPATH=REPO), timeout=300, check=False)
+    text = log.read_text()
+    assert completed.returncode == 0, text
+    assert "\r" not in text and "\x1b" not in text
+    assert "speed-up of per-device over stock" in text

@@ -135,4 +135,4 @@ def test_the_cli_refuses_a_nan_timeout_without_a_traceback():
     assert result.stdout == ""
     assert result.stderr.splitlines() == [
         "python -m mxpatch_bind.launch: error: argument --timeout: must be a finite number of "
-        "seconds >= 0 (0: no limit), got 'nan' (see --help)"]
+        "seconds >= 0 (0: no limit), got 'nan' (see python -m mxpatch_bind.launch --help)"]

@@ -1,0 +1,51 @@
+"""The benchmark chart is readable at the documentation's page width: legends as large as
+the axis labels, and no legend over a bar or a line (docs/performance.md shows it)."""
+
+import json
+
+import pytest
+
+from benchmarks import chart
+
+pytest.importorskip("matplotlib")  # the plot extra
+
+RESULTS = {
+    "variable": {"rows": [{"mode": "(a) stock", "vs_stock": 1.0, "serial_ideal": 1.0,
+                           "parallel_ideal": 1.0},
+                          {"mode": "(b) per-device", "vs_stock": 1.4, "serial_ideal": 1.7,
+                           "parallel_ideal": 1.5}]},
+    "reshape": {"rows": [{"scenario": scenario, "strategy": strategy, "ms_per_change": ms}
+                         for scenario, scale in (("never-seen", 1.0), ("recurring", 0.1))
+                         for strategy, ms in (("fork rebind", 1.3 * scale),
+                                              ("per-device reshape", 0.9 * scale))]},
+    "memory": {"rows": [{"configuration": name, "trace": [(step, (100 + growth * step) * 2 ** 20)
+                                                          for step in range(0, 1001, 100)]}
+                        for name, growth in (("stock", 0.1), ("per-device", 0.003))]},
+}
+
+
+@pytest.fixture(scope="module")
+def figure(tmp_path_factory):
+    out = tmp_path_factory.mktemp("results")
+    for name, result in RESULTS.items():
+        (out / (name + ".json")).write_text(json.dumps(result))
+    figure = chart.figure_of(str(out))
+    figure.canvas.draw()
+    return figure
+
+
+def test_every_legend_is_as_large_as_the_axis_labels(figure):
+    for axis in figure.axes:
+        label_size = axis.yaxis.label.get_fontsize()
+        sizes = [text.get_fontsize() for text in axis.get_legend().get_texts()]
+        assert sizes and min(sizes) >= label_size, axis.get_title()
+
+
+def test_no_legend_covers_a_bar_a_line_or_the_plot(figure):
+    renderer = figure.canvas.get_renderer()
+    for axis in figure.axes:
+        legend = axis.get_legend().get_window_extent(renderer)
+        assert not legend.overlaps(axis.get_window_extent(renderer)), axis.get_title()
+        for other in figure.axes:
+            if other is not axis:
+                assert not legend.overlaps(other.get_window_extent(renderer))
