@@ -26,6 +26,7 @@ import os
 import sys
 from collections import namedtuple
 from pathlib import Path
+from typing import Callable
 
 from . import _migrate_edits as edits
 from . import _migrate_files as files
@@ -98,7 +99,8 @@ def vendored_kind(tree: ast.Module) -> str | None:
 
 
 # --------------------------------------------------------------------------- public API
-def scan(path: str | os.PathLike, progress=None) -> list[Finding]:
+def scan(path: str | os.PathLike,
+         progress: Callable[[int, int], None] | None = None) -> list[Finding]:
     """Every finding for the Python files under ``path`` (a directory or one file).
 
     Parameters
@@ -129,7 +131,7 @@ def scan(path: str | os.PathLike, progress=None) -> list[Finding]:
 
 def apply(path: str | os.PathLike, findings: list[Finding], *, write: bool = False,
           delete_vendored: bool = False, to_python3: bool = False,
-          preview=None) -> list[Finding]:
+          preview: Callable[[str], None] | None = None) -> list[Finding]:
     """Carry out the pending rewrites, ports and deletions that the flags ask for.
 
     Each file is written atomically (a temporary file beside it, flushed, renamed over it,
