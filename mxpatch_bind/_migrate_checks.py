@@ -17,6 +17,9 @@ DROP_INS = ("MutableModule", "Module")  # what mxpatch_bind.compat provides
 COMPAT_MODULE = "mxpatch_bind.compat"
 FORK_LOADERS = ("AnchorLoader", "ROIIter", "TestLoader")
 PREFETCHING_ITERS = ("mx.io.PrefetchingIter", "mxnet.io.PrefetchingIter")
+# How to get the optional parsers (libcst, fissix): the package is not on an index yet.
+INSTALL_EXTRA = ('pip install ".[migrate]" in the mxpatch_bind checkout (or "mxpatch_bind'
+                 '[migrate]" once it is on an index)')
 DEFAULT_RULE = "substring"  # compat's default, Deformable-ConvNets' rule
 # Constructor arguments that behave differently from stock Module, by keyword and position.
 CARE_ARGUMENTS = {

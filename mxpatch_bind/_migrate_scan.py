@@ -19,6 +19,7 @@ from ._migrate_checks import (
     CHECK,
     DEFAULT_RULE,
     FORK_LOADERS,
+    INSTALL_EXTRA,
     OK,
     FileChecks,
     is_per_device_loader,
@@ -123,8 +124,7 @@ class Scan:
         reason = "%s at line %d" % (error.msg, error.lineno or 1)
         if not py2.available():
             self.add(entry.rel, error.lineno or 1, CHECK, "cannot parse (%s; Python 2 code?): "
-                     "pip install \"mxpatch_bind[migrate]\" (fissix) to read Python 2"
-                     % (error.msg,))
+                     "%s (fissix) to read Python 2" % (error.msg, INSTALL_EXTRA))
             self.unparsed[entry.rel] = source.text
             return
         try:

@@ -31,7 +31,8 @@ from typing import Callable
 from . import _migrate_edits as edits
 from . import _migrate_files as files
 from . import _migrate_py2 as py2
-from ._migrate_checks import CHECK, COMPAT_MODULE, OK, REWRITE
+from ._cli_types import Parser, UsageError, run_parsed
+from ._migrate_checks import CHECK, COMPAT_MODULE, INSTALL_EXTRA, OK, REWRITE
 from ._migrate_fork import VENDORED_GROUP, VENDORED_MODULE
 from ._migrate_fork import vendored_kind as _vendored_kind
 from ._migrate_scan import DELETE, IO_ERROR, PORT, Scan
@@ -160,7 +161,8 @@ def apply(path: str | os.PathLike, findings: list[Finding], *, write: bool = Fal
     ------
     ImportError
         ``write`` without libcst, or ``to_python3`` without fissix
-        (``pip install "mxpatch_bind[migrate]"``), before any file is touched.
+        (the ``migrate`` extra: ``pip install ".[migrate]"`` in a checkout), before any file
+        is touched.
 
     Examples
     --------
@@ -192,10 +194,10 @@ def _require(write, to_python3):
         try:
             import libcst  # noqa: F401
         except ImportError:
-            raise ImportError("--write needs libcst: pip install \"mxpatch_bind[migrate]\" "
+            raise ImportError("--write needs libcst: " + INSTALL_EXTRA + " "
                               "(or pip install libcst)") from None
     if to_python3 and not py2.available():
-        raise ImportError("--to-python3 needs fissix: pip install \"mxpatch_bind[migrate]\" "
+        raise ImportError("--to-python3 needs fissix: " + INSTALL_EXTRA + " "
                           "(or pip install fissix)")
 
 
@@ -360,13 +362,11 @@ def run(args: argparse.Namespace) -> int:
     look at); 2: a usage or I/O error (a file that could not be read, written or deleted).
     """
     if not os.path.lexists(args.path):
-        print("migrate: error: no such file or directory: %r" % (args.path,), file=sys.stderr)
-        return 2
+        raise UsageError("no such file or directory: %r" % (args.path,))
     try:
         _require(args.write, args.to_python3)
     except ImportError as error:
-        print("migrate: error: %s" % (error,), file=sys.stderr)
-        return 2
+        raise UsageError(str(error)) from None
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
     findings = scan(args.path, progress=progress)
     if progress is not None:
@@ -415,13 +415,13 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns 0 when nothing is left to do, 1 when something is, 2 on a usage or I/O error.
     """
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m mxpatch_bind migrate",
         description="Report (and with --write / --delete-vendored / --to-python3, fix) what "
                     "a Deformable-ConvNets-based codebase needs to run on Python 3 and "
                     "stock MXNet.")
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return run_parsed(parser, argv, run)
 
 
 if __name__ == "__main__":
