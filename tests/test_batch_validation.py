@@ -384,3 +384,11 @@ def test_a_batch_whose_provide_data_gives_the_devices_different_dtypes_is_refuse
         mod.forward(make_batch("device-lists", data, label, provide_data=provide),
                     is_train=True)
     assert_same_state(before, module_state(mod))
+
+
+@pytest.mark.parametrize("label", [mx.nd.ones((2,)), "labels", 3])
+def test_a_label_that_is_no_list_of_devices_is_refused_naming_it(mod, label):
+    data, _ = arrays()
+    batch = make_batch("device-lists", data)
+    batch.label = label  # DataBatch asserts a list; a loader's own batch class may not
+    refuses(mod, batch, "the batch's label is", "expected None or one list of arrays per device")
