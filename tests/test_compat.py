@@ -415,3 +415,14 @@ def test_max_data_shapes_with_one_list_per_context_but_some_missing_is_refused(c
     with pytest.raises(ShapeSpecError, match="or one list for every context"):
         MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
                       max_data_shapes=three)
+
+
+@pytest.mark.parametrize("argument, value", [("work_load_list", 5),
+                                             ("fixed_param_prefix", 3),
+                                             ("max_data_shapes", 7)])
+def test_an_argument_that_is_no_list_is_refused_naming_it(contexts, argument, value):
+    with pytest.raises((TypeError, ShapeSpecError), match="%s" % argument) as error:
+        MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                      **{argument: value})
+    assert repr(value) in str(error.value)
+    assert not mxpatch_bind.is_installed()

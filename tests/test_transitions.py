@@ -354,3 +354,42 @@ def test_a_bucket_switch_to_a_new_key_that_fails_leaves_the_buckets_as_they_were
                       [[("softmax_label", (s[0],))] for s in new_shapes])
     assert [[d.shape for d in device] for device in mod._buckets[20].data_shapes] == \
         [[s] for s in new_shapes]
+
+
+def test_a_transaction_nested_anywhere_inside_one_on_the_same_module_records_nothing(
+        monkeypatch):
+    # Documented: a transition nested in another is covered by the outer one, also below an
+    # unrelated inner transaction (a bucket switch inside a module's forward).
+    from mxpatch_bind import transactions
+    first = mx.mod.Module(NET, label_names=None, context=CONTEXTS)
+    second = mx.mod.Module(NET, label_names=None, context=CONTEXTS)
+    recorded = []
+    real = transactions._snapshot
+
+    def counting(obj, objects, containers):
+        if not objects:  # the top of one transaction's record
+            recorded.append(obj)
+        return real(obj, objects, containers)
+
+    monkeypatch.setattr(transactions, "_snapshot", counting)
+    with transactions.all_or_nothing(first):
+        with transactions.all_or_nothing(second):
+            with transactions.all_or_nothing(first):
+                with transactions.all_or_nothing(second):
+                    pass
+    assert recorded == [first, second]
+
+
+def test_an_inner_failure_caught_inside_the_outer_transaction_is_left_to_the_outer_one():
+    from mxpatch_bind import transactions
+    mod = mx.mod.Module(NET, label_names=None, context=CONTEXTS)
+    with transactions.all_or_nothing(mod):
+        try:
+            with transactions.all_or_nothing(mod):
+                mod.binded = True
+                raise InjectedFailure("inner")
+        except InjectedFailure:
+            pass
+        # covered by the outer one: the inner change stays until the outer block fails
+        assert mod.binded
+        mod.binded = False
