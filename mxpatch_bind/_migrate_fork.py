@@ -98,22 +98,32 @@ def freezing_rule(tree: ast.Module) -> tuple[str | None, int, str]:
     init = _method(_classes(tree).get("MutableModule"), "__init__")
     if init is None:
         return None, 0, ""
-    for loop in ast.walk(init):
-        if isinstance(loop, ast.For) and "fixed_param_prefix" in ast.unparse(loop.iter):
-            return _rule_in(loop)
+    loops = [node for node in ast.walk(init) if isinstance(node, ast.For)]
+    # The loop over the symbol's arguments names the variable each rule tests: `prefix in
+    # name` compares the two loops' variables, nothing else.
+    argument = next((_target(loop) for loop in loops
+                     if "list_arguments" in ast.unparse(loop.iter)), None)
+    for loop in loops:
+        if "fixed_param_prefix" in ast.unparse(loop.iter):
+            return _rule_in(loop, _target(loop), argument)
     return None, 0, ""
 
 
-def _rule_in(loop):
-    prefix = loop.target.id if isinstance(loop.target, ast.Name) else None
+def _target(loop):
+    return loop.target.id if isinstance(loop.target, ast.Name) else None
+
+
+def _rule_in(loop, prefix, argument):
     for node in ast.walk(loop):
         if isinstance(node, ast.If):
             test = node.test
             if (isinstance(test, ast.Compare) and len(test.ops) == 1
-                    and isinstance(test.ops[0], ast.In) and _is_name(test.left, prefix)):
+                    and isinstance(test.ops[0], ast.In) and _is_name(test.left, prefix)
+                    and _is_name(test.comparators[0], argument)):
                 return "substring", test.lineno, ast.unparse(test)
             if (isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute)
                     and test.func.attr == "startswith" and len(test.args) == 1
+                    and _is_name(test.func.value, argument)
                     and _is_name(test.args[0], prefix)):
                 return "startswith", test.lineno, ast.unparse(test)
             return "other", test.lineno, ast.unparse(test)

@@ -139,3 +139,29 @@ def test_the_cli_passes_everything_after_the_separator_to_the_workers():
     # These workers never created a kvstore, so nothing told the servers to stop.
     assert "workers succeeded; stopping scheduler, server 0, server 1" in result.stderr
     assert alive(int(pid) for _, pid in STARTED.findall(result.stderr)) == []
+
+
+def test_the_launcher_exits_while_a_detached_process_still_holds_a_workers_pipe(tmp_path):
+    # A worker starts a process in a session of its own (it leaves the worker's group, so the
+    # launcher neither signals nor waits for it) that keeps the worker's stdout open. The
+    # launcher stops reading after a short join and must then exit: its reader threads may
+    # not keep the interpreter alive until that process closes the pipe.
+    pid_file = tmp_path / "detached.pid"
+    worker = ("import subprocess, sys\n"
+              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],"
+              " start_new_session=True)\n"
+              "open(%r, 'w').write(str(child.pid))\n"
+              "print('worker done', flush=True)\n" % str(pid_file))
+    try:
+        result = subprocess.run(
+            cli("-n", "1", "--timeout", "60", "--grace", "0.5", "--",
+                sys.executable, "-c", worker),
+            env=cli_environ(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, timeout=100)  # the detached process lives 120 s
+        assert result.returncode == 0, result.stderr
+        assert "[worker 0] worker done" in result.stdout.splitlines()
+    finally:
+        if pid_file.exists():
+            detached = int(pid_file.read_text())
+            if alive([detached]):
+                os.kill(detached, 9)

@@ -345,3 +345,44 @@ def test_compat_ignores_extra_keys_in_init_params_as_adascales_default_did():
         assert mod.get_params()[0]["fc_weight"].asnumpy().tolist() == [[1, 1, 1], [1, 1, 1]]
     finally:
         mxpatch_bind.uninstall()
+
+
+# --------------------------------------------------------------------------- sample 8's survivors
+@pytest.mark.parametrize("rule", ["prefix in skipped", "prefix in zname", "other in name"])
+def test_a_rule_on_other_variables_than_the_loops_is_neither(tmp_path, capsys, rule):
+    # Only `prefix in name` over the loop's own two variables is the substring rule.
+    family_tree(tmp_path, module=copy_source(rule=rule))
+    status, lines = run(capsys, tmp_path, "--write")
+    [construction] = [line for line in lines_for(lines, "proj/train_end2end.py")
+                      if "MutableModule(...)" in line]
+    assert "[check]" in construction and repr(rule) in construction
+
+
+def test_a_file_neither_python_reads_is_a_check_at_the_line_the_tokenizer_stopped(tmp_path,
+                                                                                 capsys):
+    # An unterminated triple-quoted string: ast and fissix's tokenizer both fail, at line 3.
+    (tmp_path / "broken.py").write_text("x = 1\ny = 2\nz = '''never closed\nw = 3\n")
+    status, lines = run(capsys, tmp_path)
+    [finding] = lines_for(lines, "broken.py")
+    assert finding.startswith("broken.py:3: [check] cannot parse as Python 3")
+    assert "nor as Python 2 (not Python 2 either (EOF in multi-line string))" in finding
+
+
+def test_the_rule_is_written_into_a_construction_on_the_files_last_line(tmp_path, capsys):
+    # No newline after the call: its last argument ends on the last line of the file.
+    train = ("from core.module import MutableModule\n"
+             "mod = MutableModule(sym, data_names, label_names, "
+             "fixed_param_prefix=config.network.FIXED_PARAMS)")
+    family_tree(tmp_path, module=copy_source(rule="name.startswith(prefix)"), train=train)
+    run(capsys, tmp_path, "--write")
+    assert (tmp_path / "proj" / "train_end2end.py").read_text() == (
+        "from mxpatch_bind.compat import MutableModule\n"
+        "mod = MutableModule(sym, data_names, label_names, "
+        "fixed_param_prefix=config.network.FIXED_PARAMS, fixed_param_rule='startswith')")
+
+
+def test_python_2_next_calls_are_a_check_naming_their_lines(tmp_path, capsys):
+    (tmp_path / "loop.py").write_text("print 'start'\nbatch = it.next()\nmore = it.next()\n")
+    status, lines = run(capsys, tmp_path)
+    assert ("loop.py:2: [check] .next() at lines 2, 3: kept as it is (an MXNet DataIter has "
+            "next() on Python 3 too); a generator or file needs next(x)") in lines

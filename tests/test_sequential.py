@@ -324,3 +324,47 @@ def test_the_patch_wraps_sequential_bind_and_uninstall_restores_it_by_identity()
         assert "mxnet.module.sequential_module.SequentialModule.bind" in mxpatch_bind.status(
         ).targets
     assert vars(mx.mod.SequentialModule)["bind"] is original
+
+
+def three_layers(context):
+    """conv features -> a second conv (auto-wired) -> the classifier (auto-wired, labels)."""
+    seq = mx.mod.SequentialModule()
+    seq.add(mx.mod.Module(features_symbol(), label_names=None, context=context))
+    second = mx.sym.Convolution(mx.sym.Variable("x"), num_filter=4, kernel=(1, 1), name="conv2")
+    seq.add(mx.mod.Module(second, data_names=["x"], label_names=None, context=context),
+            auto_wiring=True)
+    seq.add(mx.mod.Module(classifier_symbol(), data_names=["features"], context=context),
+            take_labels=True, auto_wiring=True)
+    return seq
+
+
+def test_a_third_layer_takes_the_second_layers_outputs_on_every_device(contexts):
+    seq = three_layers(contexts)
+    with mxpatch_bind.patched():
+        seq.bind(data_spec(SHAPES), label_spec(SHAPES), for_training=False)
+    seq.init_params(mx.init.Uniform(0.5))
+    params = seq.get_params()
+    pairs = device_pairs(SHAPES, seed=4)
+    seq.forward(device_batch(pairs), is_train=False)
+    outputs = seq.get_outputs(merge_multi_context=False)[0]
+    for device, (context, (data, label)) in enumerate(zip(contexts, pairs)):
+        stock = three_layers(context)  # one context, stock form: the reference
+        stock.bind([("data", data.shape)], [("softmax_label", label.shape)], for_training=False)
+        stock.init_params(arg_params=params[0], aux_params=params[1])
+        stock.forward(mx.io.DataBatch([data], [label]), is_train=False)
+        assert np.array_equal(outputs[device].asnumpy(), stock.get_outputs()[0].asnumpy())
+
+
+@pytest.mark.parametrize("entries", [1, 3], ids=["one fewer", "one more"])
+def test_an_auto_wired_first_layer_given_another_input_count_is_refused(contexts, entries):
+    seq = mx.mod.SequentialModule()
+    two_inputs = mx.sym.Variable("a") + mx.sym.Variable("b")
+    seq.add(mx.mod.Module(two_inputs, data_names=["a", "b"], label_names=None,
+                          context=contexts), auto_wiring=True)
+    spec = [[(name, (1, 4)) for name in ["a", "b", "c"][:entries]] for _ in contexts]
+    with mxpatch_bind.patched(), pytest.raises(mxpatch_bind.ShapeSpecError,
+                                               match=r"layer 0 \(auto_wiring\) takes 2 inputs "
+                                                     r"\['a', 'b'\] but device 0's data_shapes "
+                                                     r"has %d" % entries):
+        seq.bind(spec, for_training=False)
+    assert not seq.binded
