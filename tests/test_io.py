@@ -417,3 +417,15 @@ def test_shuffling_groups_within_eight_batches_by_default_and_arrival_batches_ot
     assert batches(shuffle=True, seed=3) == batches(shuffle=True, seed=3, group_window=8)
     assert batches(shuffle=True, seed=3) != batches(shuffle=True, seed=3, group_window=1)
     assert batches() == batches(group_window=1)
+
+
+def test_shuffling_without_a_seed_is_seed_0_and_another_seed_gives_another_order():
+    images = make_images(random_sizes(24, seed=5))
+
+    def order(**kwargs):
+        it = PerDeviceIter(images, label=np.arange(24), num_devices=2, batch_per_device=3,
+                           shuffle=True, grouping=False, **kwargs)
+        return [int(v) for batch in it for device in batch.label for v in device[0].asnumpy()]
+
+    assert order() == order(seed=0)
+    assert order() != order(seed=1)

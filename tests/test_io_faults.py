@@ -222,7 +222,7 @@ def test_a_dead_worker_is_named_with_its_exit_status_within_bounded_time(how, ex
 
     got = []
     with pytest.raises(WorkerExitedError, match=r"DataLoader worker \d+ %s while loading batch "
-                                                r"\d+ \(samples \[" % expected) as info:
+                                                r"\d+ \(samples \[\d+" % expected) as info:
         for batch in it:
             got.append(batch)
 
