@@ -8,7 +8,8 @@ shared memory. :class:`BatchLoader` waits for each batch itself, watching the wo
 processes, names what went wrong, and builds a new DataLoader for the next epoch.
 
 It reads names gluon and multiprocessing keep private, here only: ``DataLoader._prefetch_iter``
-(the epoch's iterator without the generator around it), ``_MultiWorkerIter._data_buffer`` and
+(the epoch's iterator without the generator around it; MXNet 1.6 to 1.8 have none and return that
+iterator from ``__iter__``), ``_MultiWorkerIter._data_buffer`` and
 ``_rcvd_idx`` (the pending result of the next batch), ``DataLoader._worker_pool`` and
 ``Pool._pool`` (the worker processes: their exit codes, and terminating them).
 """
@@ -67,7 +68,7 @@ class BatchLoader:
         """The next planned batch: per device, per declared input, an array."""
         try:
             if self._batches is None:
-                self._batches = self._loader._prefetch_iter()
+                self._batches = _epoch_iterator(self._loader)
             if self._workers:
                 self._wait_for_next()
             packed = next(self._batches)
@@ -164,6 +165,13 @@ class BatchLoader:
         if self._position >= len(plans):
             return []
         return np.concatenate(plans[self._position].device_indices).tolist()
+
+
+def _epoch_iterator(loader):
+    """The epoch's iterator without the generator gluon wraps around it in MXNet 1.9
+    (``DataLoader._prefetch_iter``); MXNet 1.6 to 1.8 return it from ``__iter__`` as it is."""
+    prefetch_iter = getattr(loader, "_prefetch_iter", None)
+    return prefetch_iter() if prefetch_iter is not None else iter(loader)
 
 
 def _rechained(error):
