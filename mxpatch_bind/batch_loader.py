@@ -49,11 +49,12 @@ class BatchLoader:
         self._prefetch = None if prefetch is None or not num_workers else max(1, prefetch)
         self._loader = self._sampler = self._batches = None
         self._workers = ()
+        self._rewrap = False
         self._position = 0
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.update(_loader=None, _sampler=None, _batches=None, _workers=())
+        state.update(_loader=None, _sampler=None, _batches=None, _workers=(), _rewrap=False)
         return state
 
     def start(self, plans, first=0):
@@ -72,6 +73,8 @@ class BatchLoader:
             if self._workers:
                 self._wait_for_next()
             packed = next(self._batches)
+            if self._rewrap:
+                packed = [packed]
         except WorkerExitedError:
             self._abandon()
             raise
@@ -108,6 +111,11 @@ class BatchLoader:
         pool = getattr(self._loader, "_worker_pool", None)
         # The processes the pool started with: it replaces a dead one, and forgets it.
         self._workers = tuple(pool._pool) if pool is not None else ()
+        # MXNet 1.6's worker iterator hands back batch[0] for a batch of one element: one
+        # device's arrays instead of the list of one device (1.7 and later do not).
+        import mxnet
+        self._rewrap = (bool(self._workers) and num_devices == 1
+                        and mxnet.__version__.startswith("1.6."))
 
     def _abandon(self):
         """Drop the DataLoader after a failure; its pool is terminated (gluon may have already)."""

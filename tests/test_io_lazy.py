@@ -282,3 +282,17 @@ def test_a_device_whose_images_have_no_boxes_crosses_from_workers_unharmed():
     empty = [arrays[2:] for _, arrays in got[0][0]]
     assert any(box.shape[1] == 0 for device in empty for box in device)
     assert_equal_epochs(got[0], got[1])
+
+
+def test_one_device_with_workers_gets_the_same_batches_as_without():
+    # MXNet 1.6's worker iterator unwraps a batch of one element (here: one device).
+    images = [np.full((3, 4 + i % 3, 5), i + 1, dtype=np.float32) for i in range(8)]
+    serial = [[d[0].asnumpy() for d in b.data] for b in
+              PerDeviceIter(images, num_devices=1, batch_per_device=2, grouping=False)]
+    lazy = PerDeviceIter(images, num_devices=1, batch_per_device=2, grouping=False,
+                         num_workers=2)
+    parallel = [[d[0].asnumpy() for d in b.data] for b in lazy]
+    assert len(parallel) == len(serial) == 4
+    for got, want in zip(parallel, serial):
+        assert [g.shape for g in got] == [w.shape for w in want]
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
