@@ -42,7 +42,7 @@ def figure_of(out_dir):
     with plt.rc_context({"font.size": FONT_SIZE, "axes.titlesize": FONT_SIZE,
                          "axes.labelsize": FONT_SIZE, "legend.fontsize": FONT_SIZE,
                          "xtick.labelsize": FONT_SIZE, "ytick.labelsize": FONT_SIZE}):
-        figure, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 6.0))
+        figure, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 7.0))
         axes = axes if len(panels) > 1 else [axes]
         for axis, (name, result) in zip(axes, panels):
             globals()["_" + name](axis, result)
@@ -53,8 +53,10 @@ def figure_of(out_dir):
 
 
 def _legend_below(axis):
-    """The legend under the panel's x labels, one entry per row: it covers nothing."""
-    axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False)
+    """The legend under the panel's x labels (and its x title), one entry per row: it
+    covers nothing."""
+    below = -0.26 if axis.get_xlabel() else -0.14
+    axis.legend(loc="upper center", bbox_to_anchor=(0.5, below), ncol=1, frameon=False)
 
 
 def _variable(axis, result):
@@ -68,7 +70,7 @@ def _variable(axis, result):
                  color="C2", label="parallel ideal (busiest device)", zorder=3)
     axis.set_xticks(list(positions))
     axis.set_xticklabels(labels)
-    axis.set_ylabel("steps/s relative to (a) stock padding")
+    axis.set_ylabel("steps/s relative to\n(a) stock padding")
     axis.set_title("Variable-size images, 2 CPU contexts")
     axis.set_ylim(0, max(max(row["serial_ideal"] for row in rows) * 1.25, 1.5))
 
@@ -91,7 +93,7 @@ def _reshape(axis, result):
                  label=strategy)
     axis.set_xticks([i + width * (len(strategies) - 1) / 2 for i in range(len(scenarios))])
     axis.set_xticklabels(["%s shapes" % scenario for scenario in scenarios])
-    axis.set_ylabel("ms per change of both devices' shapes")
+    axis.set_ylabel("ms per change of\nboth devices' shapes")
     axis.set_title("Cost of a shape change")
 
 

@@ -20,7 +20,15 @@ RESULTS = {
                                               ("per-device reshape", 0.9 * scale))]},
     "memory": {"rows": [{"configuration": name, "trace": [(step, (100 + growth * step) * 2 ** 20)
                                                           for step in range(0, 1001, 100)]}
-                        for name, growth in (("stock", 0.1), ("per-device", 0.003))]},
+                        for name, growth in (("stock, unbounded", 0.1),
+                                             ("per-device, bound at largest", 0.003),
+                                             ("per-device, bound small, grown", 0.004),
+                                             ("per-device, unbounded", 0.2),
+                                             ("per-device, cap 8", 0.002),
+                                             ("stock, cap 16 set after import", 0.01),
+                                             ("stock, oneDNN off", 0.0),
+                                             ("per-device, bound at largest, fixed mmap", 0.0),
+                                             ("per-device, grown, fixed mmap", 0.001))]},
 }
 
 
@@ -49,3 +57,17 @@ def test_no_legend_covers_a_bar_a_line_or_the_plot(figure):
         for other in figure.axes:
             if other is not axis:
                 assert not legend.overlaps(other.get_window_extent(renderer))
+
+
+def test_no_legend_covers_its_x_label_and_every_label_is_inside_the_figure(figure):
+    renderer = figure.canvas.get_renderer()
+    page = figure.bbox
+    for axis in figure.axes:
+        legend = axis.get_legend().get_window_extent(renderer)
+        for label in (axis.xaxis.label, axis.yaxis.label):
+            if not label.get_text():
+                continue
+            extent = label.get_window_extent(renderer)
+            assert not legend.overlaps(extent), (axis.get_title(), label.get_text())
+            assert (page.x0 <= extent.x0 and extent.x1 <= page.x1 and page.y0 <= extent.y0
+                    and extent.y1 <= page.y1), (axis.get_title(), label.get_text())
