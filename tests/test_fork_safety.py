@@ -52,12 +52,15 @@ def install_bind_uninstall(refcount):
     check_classes_match(0)
 
 
-def child(refcount):
+def child(refcount, work=None):
     wrapt.wrap_object = REAL_WRAP
     vars(patching).pop('setattr', None)
     try:
-        check_classes_match(refcount)
-        install_bind_uninstall(refcount)
+        if work is not None:
+            work()
+        else:
+            check_classes_match(refcount)
+            install_bind_uninstall(refcount)
     except BaseException:
         traceback.print_exc()
         sys.stderr.flush()
@@ -66,10 +69,10 @@ def child(refcount):
     os._exit(0)
 
 
-def fork_and_wait(refcount):
+def fork_and_wait(refcount, work=None):
     pid = os.fork()
     if pid == 0:
-        child(refcount)
+        child(refcount, work)
     deadline = time.monotonic() + %(limit)d
     while time.monotonic() < deadline:
         done, code = os.waitpid(pid, os.WNOHANG)
@@ -82,11 +85,11 @@ def fork_and_wait(refcount):
     print('child hung', flush=True)
 
 
-def hold_the_lock():
+def hold_the_lock(lock=None):
     taken, release = threading.Event(), threading.Event()
 
     def holder():
-        with patching._state.lock:
+        with lock or patching._state.lock:
             taken.set()
             release.wait()
 
@@ -212,41 +215,17 @@ def test_a_child_forked_while_another_thread_holds_a_settings_or_pool_lock_resha
     # held at the fork would never be released there.
     lines = _run("""
         from mxpatch_bind import parallel, settings
-        held = {'settings': settings, 'parallel': parallel}[%r]
-        taken, release = threading.Event(), threading.Event()
+        release = hold_the_lock({'settings': settings, 'parallel': parallel}[%r]._LOCK)
 
-        def holder():
-            with held._LOCK:
-                taken.set()
-                release.wait()
+        def reshape_on_threads():
+            mxpatch_bind.configure(reshape_threads=2)
+            mod = mx.mod.Module(NET, label_names=None, context=[mx.cpu(i) for i in range(4)])
+            mxpatch_bind.bind(mod, [[('data', (1, 4))]] * 4, for_training=False)
+            mxpatch_bind.reshape(mod, [[('data', (i + 2, 4))] for i in range(4)])
+            shapes = [e.arg_dict['data'].shape for e in mod._exec_group.execs]
+            assert shapes == [(i + 2, 4) for i in range(4)], shapes
 
-        threading.Thread(target=holder, daemon=True).start()
-        taken.wait()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                mxpatch_bind.configure(reshape_threads=2)
-                mod = mx.mod.Module(NET, label_names=None, context=[mx.cpu(i) for i in range(4)])
-                mxpatch_bind.bind(mod, [[('data', (1, 4))]] * 4, for_training=False)
-                mxpatch_bind.reshape(mod, [[('data', (i + 2, 4))] for i in range(4)])
-                shapes = [e.arg_dict['data'].shape for e in mod._exec_group.execs]
-                assert shapes == [(i + 2, 4) for i in range(4)], shapes
-            except BaseException:
-                traceback.print_exc()
-                sys.stderr.flush()
-                os._exit(3)
-            os._exit(0)
-        deadline = time.monotonic() + %d
-        while time.monotonic() < deadline:
-            done, code = os.waitpid(pid, os.WNOHANG)
-            if done:
-                print('child exit', os.waitstatus_to_exitcode(code), flush=True)
-                break
-            time.sleep(0.05)
-        else:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            print('child hung', flush=True)
+        fork_and_wait(0, reshape_on_threads)
         release.set()
-    """ % (lock, CHILD_LIMIT_S))
+    """ % lock)
     assert "child exit 0" in lines, lines

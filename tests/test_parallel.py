@@ -2,6 +2,7 @@
 raises (Ctrl-C included), and a change of ``reshape_threads`` never stops a pool another
 thread is using. Several threads training while another reconfigures see no error."""
 
+import contextlib
 import signal
 import threading
 import time
@@ -38,29 +39,35 @@ class Recorder:
         return index
 
 
-def interrupt_after(seconds):
-    """Raise KeyboardInterrupt in the main thread after ``seconds``, as Ctrl-C does."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt
+def raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
 
+
+@contextlib.contextmanager
+def alarm(seconds, handler=raise_interrupt):
+    """Run ``handler`` in the main thread after ``seconds`` (an interrupt, as Ctrl-C sends),
+    and put the previous SIGALRM handler back after the block."""
     previous = signal.signal(signal.SIGALRM, handler)
     signal.setitimer(signal.ITIMER_REAL, seconds)
-    return previous
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def calls_so_far(recorder):
+    with recorder.lock:
+        return list(recorder.started), list(recorder.ended)
 
 
 @pytest.mark.parametrize("interrupt_at", [0.05, 0.3])
 def test_an_interrupt_reaches_the_caller_only_after_every_started_call_ended(interrupt_at):
     recorder = Recorder()
-    previous = interrupt_after(interrupt_at)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            # 6 calls of 0.2 s on 2 threads: an interrupt comes while some run, some wait.
-            parallel.call_all(recorder.call, [(i, 0.2) for i in range(6)], threads=2)
-        with recorder.lock:
-            started, ended = list(recorder.started), list(recorder.ended)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with alarm(interrupt_at), pytest.raises(KeyboardInterrupt):
+        # 6 calls of 0.2 s on 2 threads: an interrupt comes while some run, some wait.
+        parallel.call_all(recorder.call, [(i, 0.2) for i in range(6)], threads=2)
+    started, ended = calls_so_far(recorder)
     assert started and sorted(started) == sorted(ended)
     assert len(started) < 6  # the calls that had not started were cancelled
     time.sleep(0.3)
@@ -77,16 +84,9 @@ def test_a_second_interrupt_while_waiting_still_waits_for_the_running_calls():
             signal.setitimer(signal.ITIMER_REAL, 0.05)  # and once more while we wait
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGALRM, handler)
-    signal.setitimer(signal.ITIMER_REAL, 0.05)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            parallel.call_all(recorder.call, [(i, 0.3) for i in range(2)], threads=2)
-        with recorder.lock:
-            started, ended = list(recorder.started), list(recorder.ended)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    with alarm(0.05, handler), pytest.raises(KeyboardInterrupt):
+        parallel.call_all(recorder.call, [(i, 0.3) for i in range(2)], threads=2)
+    started, ended = calls_so_far(recorder)
     assert len(count) == 2
     assert sorted(started) == sorted(ended) == [0, 1]
 
