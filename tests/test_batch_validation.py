@@ -392,3 +392,10 @@ def test_a_label_that_is_no_list_of_devices_is_refused_naming_it(mod, label):
     batch = make_batch("device-lists", data)
     batch.label = label  # DataBatch asserts a list; a loader's own batch class may not
     refuses(mod, batch, "the batch's label is", "expected None or one list of arrays per device")
+
+
+def test_a_device_provide_data_with_an_entry_more_is_refused(mod):
+    data, label = arrays()
+    provide = [[("data", SHAPES[0])], [("data", SHAPES[1]), ("data", SHAPES[1])]]
+    refuses(mod, make_batch("device-lists", data, label, provide_data=provide),
+            "batch device 1 gives provide_data", "expected 1 (name, shape) entries for ['data']")

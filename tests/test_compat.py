@@ -426,3 +426,17 @@ def test_an_argument_that_is_no_list_is_refused_naming_it(contexts, argument, va
                       **{argument: value})
     assert repr(value) in str(error.value)
     assert not mxpatch_bind.is_installed()
+
+
+@pytest.mark.parametrize("context", ["gpu", [], [mx.cpu(0), "cpu(1)"]])
+def test_a_context_that_is_no_context_is_refused_naming_it(context):
+    with pytest.raises(TypeError, match="context must be a Context or a non-empty list of "
+                                        "Context") as error:
+        MutableModule(detector_net(), ["data"], ["softmax_label"], context=context)
+    assert repr(context) in str(error.value)
+
+
+def test_max_label_shapes_alone_are_kept_for_every_device():
+    from mxpatch_bind.compat import _max_shapes_per_device
+    assert _max_shapes_per_device(None, [("softmax_label", (4,))], ["data", "softmax_label"],
+                                  2) == [{"softmax_label": (4,)}, {"softmax_label": (4,)}]

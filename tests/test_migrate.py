@@ -214,6 +214,8 @@ def test_a_file_that_parses_as_neither_python_is_reported_not_raised(tree, capsy
      False),
     ("p = {'learning_rate': 0.1}\nmod.fit(d, optimizer_params=p)\n", True),
     ("mod.fit(d, optimizer_params=make_params())\n", True),
+    ("mod.fit(d, optimizer_params=dict(learning_rate=0.1))\n", True),
+    ("mod.fit(d, optimizer_params=dict(**base))\n", True),
 ])
 def test_optimizer_params_need_a_person_unless_they_set_rescale_grad(tmp_path, source,
                                                                       reported):

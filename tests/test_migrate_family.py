@@ -386,3 +386,28 @@ def test_python_2_next_calls_are_a_check_naming_their_lines(tmp_path, capsys):
     status, lines = run(capsys, tmp_path)
     assert ("loop.py:2: [check] .next() at lines 2, 3: kept as it is (an MXNet DataIter has "
             "next() on Python 3 too); a generator or file needs next(x)") in lines
+
+
+def test_a_python_3_file_calling_a_python_2_method_names_it_for_the_port(tmp_path, capsys):
+    (tmp_path / "cache.py").write_text("def hit(d, key):\n    return d.has_key(key)\n")
+    status, lines = run(capsys, tmp_path)
+    assert ("cache.py:2: [port] Python 2 code (.has_key() at line 2): --to-python3 ports it "
+            "with the 2to3 fixers") in lines
+
+
+def test_without_fissix_python_2_is_named_with_the_extra_and_the_port_refused(tmp_path, capsys,
+                                                                            monkeypatch):
+    from mxpatch_bind import _migrate_py2
+    monkeypatch.setattr(_migrate_py2, "available", lambda: False)
+    (tmp_path / "old.py").write_text("x = 1\nprint 'x'\n")
+    status, lines = run(capsys, tmp_path)
+    assert lines_for(lines, "old.py") == [
+        'old.py:2: [check] cannot parse (Missing parentheses in call to \'print\'. Did you '
+        'mean print(...)?; Python 2 code?): pip install ".[migrate]" in the mxpatch_bind '
+        'checkout (or "mxpatch_bind[migrate]" once it is on an index) (fissix) to read '
+        'Python 2']
+    with pytest.raises(SystemExit) as done:
+        migrate.main([str(tmp_path), "--to-python3"])
+    assert done.value.code == 2
+    assert "error: --to-python3 needs fissix: pip install \".[migrate]\"" in (
+        capsys.readouterr().err)

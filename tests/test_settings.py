@@ -128,3 +128,21 @@ def test_a_smaller_cache_size_drops_the_oldest_entries_at_the_next_insertion():
     for shape in [(1, 3, 7, 3), cycle[0], (1, 3, 7, 3)]:
         mxpatch_bind.reshape(mod, *per_device_spec([shape, shape]))
     assert [dict(key)["data"] for key in mod._exec_group._exec_cache[0]] == [(1, 3, 7, 3)]
+
+
+@pytest.mark.parametrize("variable, text, accepted", [
+    ("MXPATCH_BIND_RESHAPE_THREADS", "1", True), ("MXPATCH_BIND_RESHAPE_THREADS", "0", False),
+    ("MXPATCH_BIND_EXEC_CACHE_SIZE", "0", True), ("MXPATCH_BIND_EXEC_CACHE_SIZE", "-1", False),
+])
+def test_each_environment_variable_takes_its_minimum_and_refuses_one_less(monkeypatch,
+                                                                         variable, text,
+                                                                         accepted):
+    from mxpatch_bind import settings
+    monkeypatch.setattr(settings, "_current", None)  # read the environment afresh
+    monkeypatch.setenv(variable, text)
+    if accepted:
+        name = "reshape_threads" if "THREADS" in variable else "exec_cache_size"
+        assert getattr(current(), name) == int(text)
+    else:
+        with pytest.raises(SettingsError, match="%s=%r" % (variable, text)):
+            current()

@@ -261,3 +261,13 @@ def test_an_unlabelled_batch_of_new_sizes_on_a_module_bound_with_labels_runs():
     mod.forward(batch, is_train=False)
     for out, arrays in zip(mod.get_outputs(merge_multi_context=False)[0], batch.data):
         assert np.array_equal(out.asnumpy(), labelled_symbol_reference(arrays[0]))
+
+
+def test_a_short_batchs_metric_from_merged_labels_is_refused_naming_the_form():
+    mod = module(3, for_training=True)
+    short = loader_batch([(2, 3, 6, 6), (3, 3, 5, 5)], seed=7, labels=True)
+    mod.forward(short, is_train=False)
+    merged = [mx.nd.concat(*[device[0] for device in short.label], dim=0)]
+    with pytest.raises(ValueError, match=r"a short batch's metric needs one list of labels per "
+                                         r"device that ran \(2\), not merged labels"):
+        mod.update_metric(mx.metric.Accuracy(), merged)
