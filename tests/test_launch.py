@@ -165,3 +165,15 @@ def test_the_launcher_exits_while_a_detached_process_still_holds_a_workers_pipe(
             detached = int(pid_file.read_text())
             if alive([detached]):
                 os.kill(detached, 9)
+
+
+def test_a_worker_killed_by_a_signal_is_named_by_it_and_the_job_exits_128_plus_it(tmp_path):
+    worker = tmp_path / "killed.py"
+    worker.write_text("import os, signal\n"
+                      "if os.environ['MXPATCH_LAUNCH_WORKER_INDEX'] == '0':\n"
+                      "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    out, err = io.StringIO(), io.StringIO()
+    code = launch([sys.executable, str(worker)], 2, timeout=JOB_TIMEOUT_S, grace=0.5,
+                  stdout=out, stderr=err)
+    assert code == 128 + 9, err.getvalue()
+    assert "worker 0 was killed by SIGKILL" in err.getvalue()
