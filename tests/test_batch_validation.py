@@ -399,3 +399,11 @@ def test_a_device_provide_data_with_an_entry_more_is_refused(mod):
     provide = [[("data", SHAPES[0])], [("data", SHAPES[1]), ("data", SHAPES[1])]]
     refuses(mod, make_batch("device-lists", data, label, provide_data=provide),
             "batch device 1 gives provide_data", "expected 1 (name, shape) entries for ['data']")
+
+
+@pytest.mark.parametrize("entry", [5, ("data",), "data"])
+def test_a_provide_data_entry_that_is_no_name_and_shape_is_refused_naming_it(mod, entry):
+    data, label = arrays()
+    provide = [[("data", SHAPES[0])], [entry]]
+    refuses(mod, make_batch("device-lists", data, label, provide_data=provide),
+            "batch device 1 gives provide_data entry", "expected (name, shape) or DataDesc")
