@@ -169,3 +169,19 @@ def test_the_seen_shapes_table_keeps_the_last_256_shapes_of_each_device():
         mxpatch_bind.reshape(mod, [[("data", (rows, 2))]])
     seen = [dict(key)["data"][0] for key in mod._exec_group._seen_shapes[0]]
     assert seen == list(range(299 - 256 + 1, 300))
+
+
+def test_a_reshape_that_would_change_a_parameters_shape_is_refused_and_changes_nothing():
+    # flatten + FullyConnected: another image size needs another fc_weight, which a reshape
+    # cannot give (partial shaping off, as Executor.reshape has it by default).
+    from nets import assert_same_state, module_state
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(mx.sym.flatten(data), num_hidden=2, name="fc")
+    mod = mx.mod.Module(net, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
+    mxpatch_bind.bind(mod, [[("data", (1, 3, 4, 4))], [("data", (1, 3, 4, 4))]],
+                      for_training=False)
+    mod.init_params()
+    before = module_state(mod)
+    with pytest.raises(mx.base.MXNetError):
+        mxpatch_bind.reshape(mod, [[("data", (1, 3, 4, 4))], [("data", (1, 3, 3, 3))]])
+    assert_same_state(before, module_state(mod))

@@ -146,3 +146,12 @@ def test_each_environment_variable_takes_its_minimum_and_refuses_one_less(monkey
     else:
         with pytest.raises(SettingsError, match="%s=%r" % (variable, text)):
             current()
+
+
+@pytest.mark.parametrize("cpus, threads", [(1, 1), (6, 6), (8, 8), (16, 8)])
+def test_the_default_reshape_threads_are_the_usable_cpus_up_to_8(monkeypatch, cpus, threads):
+    from mxpatch_bind import settings
+    monkeypatch.setattr(settings, "_current", None)
+    monkeypatch.delenv("MXPATCH_BIND_RESHAPE_THREADS", raising=False)
+    monkeypatch.setattr(settings.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    assert current().reshape_threads == threads
