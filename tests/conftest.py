@@ -25,3 +25,13 @@ def contexts():
     contexts with ``MXPATCH_TEST_CONTEXTS=gpu``."""
     from mxpatch_bind._nets import contexts_from_env
     return contexts_from_env("MXPATCH_TEST_CONTEXTS", 2)
+
+
+@pytest.fixture
+def give_back_installs():
+    """The test's own install() calls, and the one a compat drop-in ensures for the process,
+    are given back after it (the guard above then finds the refcount as it was)."""
+    before = mxpatch_bind.status().refcount
+    yield
+    while mxpatch_bind.status().refcount > before:
+        mxpatch_bind.uninstall()

@@ -23,13 +23,7 @@ MAX_DATA = [("data", (2, 3, 16, 16))]
 MAX_LABEL = [("softmax_label", (2,))]
 
 
-@pytest.fixture(autouse=True)
-def _drop_the_install_compat_ensures():
-    """The drop-ins install the patch for the process; give it back after each test."""
-    before = mxpatch_bind.status().refcount
-    yield
-    while mxpatch_bind.status().refcount > before:
-        mxpatch_bind.uninstall()
+pytestmark = pytest.mark.usefixtures("give_back_installs")
 
 
 def detector_net():

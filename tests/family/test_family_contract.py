@@ -42,13 +42,7 @@ TEST_IMAGES = {2: 5, 3: 7}  # not divisible by the device count
 MAX_IMAGE = (1, 3, 10, 10)
 
 
-@pytest.fixture(autouse=True)
-def _give_back_the_patch():
-    """install() here, or the one a drop-in ensures, is given back after each test."""
-    before = mxpatch_bind.status().refcount
-    yield
-    while mxpatch_bind.status().refcount > before:
-        mxpatch_bind.uninstall()
+pytestmark = pytest.mark.usefixtures("give_back_installs")
 
 
 def optimizer_params(repo, num_devices):
