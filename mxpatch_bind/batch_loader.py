@@ -14,6 +14,8 @@ iterator from ``__iter__``), ``_MultiWorkerIter._data_buffer`` and
 ``Pool._pool`` (the worker processes: their exit codes, and terminating them).
 """
 
+import io
+import pickle
 import signal
 import time
 
@@ -49,12 +51,14 @@ class BatchLoader:
         self._prefetch = None if prefetch is None or not num_workers else max(1, prefetch)
         self._loader = self._sampler = self._batches = None
         self._workers = ()
+        self._pending = None  # the result waited for last: its pickle names its sender
         self._rewrap = False
         self._position = 0
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.update(_loader=None, _sampler=None, _batches=None, _workers=(), _rewrap=False)
+        state.update(_loader=None, _sampler=None, _batches=None, _workers=(), _rewrap=False,
+                     _pending=None)
         return state
 
     def start(self, plans, first=0):
@@ -127,7 +131,7 @@ class BatchLoader:
 
     def _wait_for_next(self):
         """Wait for the next batch's result while every worker lives, at most BATCH_TIMEOUT_S."""
-        pending = self._batches._data_buffer.get(self._batches._rcvd_idx)
+        pending = self._pending = self._batches._data_buffer.get(self._batches._rcvd_idx)
         if pending is None:  # nothing sent yet: next() sends it (prefetch is at least 1)
             return
         deadline = time.monotonic() + BATCH_TIMEOUT_S
@@ -144,14 +148,19 @@ class BatchLoader:
 
     def _lost_worker(self, error):
         """The error for a batch whose shared memory could not be fetched from its worker."""
+        # A worker serves its batch's shared memory until it ends: the batch's pickle names the
+        # one that sent it, gone since. Without that name, terminating the pool (gluon does when
+        # a batch fails) ends every worker with status 0 or SIGTERM: one that ended of itself
+        # with another status is the one.
+        senders = _sender_pids(self._pending)
         deadline = time.monotonic() + EXIT_STATUS_WAIT_S
         while True:
             exited = [worker for worker in self._workers if worker.exitcode is not None]
-            # Terminating the pool (gluon does when a batch fails) ends every worker, with
-            # status 0 or SIGTERM: the one that ended of itself has another status.
-            own = [worker for worker in exited if worker.exitcode not in (0, -signal.SIGTERM)]
-            if own or (exited and time.monotonic() > deadline):
-                return self._worker_error((own or exited)[0])
+            own = ([worker for worker in exited if worker.pid in senders]
+                   or [worker for worker in exited
+                       if worker.exitcode not in (0, -signal.SIGTERM)])
+            if own:
+                return self._worker_error(own[0])
             if time.monotonic() > deadline:
                 return DataLoadError("lost the connection to a DataLoader worker while loading "
                                      "batch {} (samples {}): {}: {}".format(
@@ -180,6 +189,36 @@ def _epoch_iterator(loader):
     (``DataLoader._prefetch_iter``); MXNet 1.6 to 1.8 return it from ``__iter__`` as it is."""
     prefetch_iter = getattr(loader, "_prefetch_iter", None)
     return prefetch_iter() if prefetch_iter is not None else iter(loader)
+
+
+class _SenderReader(pickle.Unpickler):
+    """Reads a worker's pickled batch for the process ids its NDArrays' shared memory names,
+    without fetching that memory (gluon's ``rebuild_ndarray(pid, fd, shape, dtype)``)."""
+
+    def __init__(self, data):
+        super().__init__(io.BytesIO(data))
+        self.pids = set()
+
+    def find_class(self, module, name):
+        if module.startswith("mxnet.") and name.startswith("rebuild_"):
+            return self._record
+        return super().find_class(module, name)
+
+    def _record(self, pid, *_):
+        self.pids.add(pid)
+
+
+def _sender_pids(pending):
+    """The process ids that sent the pickled batch of the pool result ``pending``; none where
+    it is not known (no result waited for, or one that is not gluon's pickle)."""
+    if pending is None or not pending.ready():
+        return set()
+    try:
+        reader = _SenderReader(pending.get(0))
+        reader.load()
+    except Exception:  # not a batch gluon pickled: the exit statuses alone must tell
+        return set()
+    return reader.pids
 
 
 def _rechained(error):
