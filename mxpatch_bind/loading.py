@@ -10,6 +10,7 @@ order, so workers change nothing but the speed.
 import struct
 from typing import NamedTuple, Tuple
 
+from . import _worker_fork
 from . import inputs as _inputs
 from .errors import DataLoadError
 
@@ -134,11 +135,13 @@ def make_loader(dataset, declared, reference_shapes, sizes, num_devices, num_wor
     import mxnet as mx
 
     sampler = PlannedSampler(sizes)
-    loader = mx.gluon.data.DataLoader(
-        KeyedDataset(dataset, declared, reference_shapes), batch_sampler=sampler,
-        batchify_fn=PerDevicePacker(declared, num_devices, in_shared_memory=num_workers > 0),
-        num_workers=num_workers,
-        prefetch=prefetch)
+    with _worker_fork.forking():  # the workers must not free this process's arrays
+        loader = mx.gluon.data.DataLoader(
+            KeyedDataset(dataset, declared, reference_shapes), batch_sampler=sampler,
+            batchify_fn=PerDevicePacker(declared, num_devices, in_shared_memory=num_workers > 0),
+            num_workers=num_workers,
+            prefetch=prefetch)
+    _worker_fork.watch(loader)
     return loader, sampler
 
 

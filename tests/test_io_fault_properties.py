@@ -14,7 +14,6 @@ workers), derandomised.
 
 import os
 
-import mxnet as mx
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -147,12 +146,6 @@ def test_every_epoch_is_whole_or_ends_in_a_typed_error_and_reset_gives_a_whole_o
         assert isinstance(check_epoch(it, sizes, fault, bad), DataSpecError)
 
 
-# MXNet 1.6.0 aborts the test process (SIGABRT at gluon's fork of new DataLoader workers)
-# once this test's examples follow other io tests in one process; 1.9.1 does not, and the
-# worker fault tests of test_io_faults.py run on 1.6.0 too. Not understood yet: see the
-# closing note of issue 22.
-@pytest.mark.skipif(mx.__version__.startswith("1.6."),
-                    reason="MXNet 1.6 aborts in gluon's fork of repeated DataLoader pools here")
 @WITH_WORKERS
 @given(scenario=scenarios(faults=("exit", "raise")))
 def test_with_workers_a_dead_worker_or_a_dataset_error_ends_the_epoch_named(scenario):

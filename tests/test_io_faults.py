@@ -76,15 +76,7 @@ class Faulty:
         return sample(index)
 
 
-# MXNet 1.6.0: in a long test process, a DataLoader pool made after another was terminated
-# hung (a futex wait, its workers gone) or aborted in its fork; 1.9.1 runs every worker test
-# here. Not understood yet (issue 22's closing note): the worker paths are tested on 1.9.1.
-WORKERS_UNRELIABLE = mx.__version__.startswith("1.6.")
-
-
 def lazy_iter(dataset, num_workers=0, sizes=SIZES, **kwargs):
-    if num_workers and WORKERS_UNRELIABLE:
-        pytest.skip("MXNet 1.6's DataLoader pools hang or abort when remade in a long process")
     return PerDeviceIter(dataset, num_devices=2, batch_per_device=2, inputs=[IMAGE],
                          label_inputs=[BOXES], sizes=sizes, num_workers=num_workers, **kwargs)
 
@@ -193,8 +185,6 @@ def test_reset_after_a_dataset_error_gives_a_full_correct_epoch(num_workers):
 
 
 def test_a_transform_error_is_named_like_a_dataset_error():
-    import mxnet as mx
-
     class Samples(mx.gluon.data.Dataset):
         def __len__(self):
             return NUM_SAMPLES
