@@ -233,6 +233,15 @@ def test_malformed_max_shapes_are_refused_before_installing(contexts, max_data_s
     assert not mxpatch_bind.is_installed()
 
 
+def test_fewer_per_device_lists_than_contexts_are_refused_too():
+    # Two lists for three contexts: the boundary on the other side of "3 lists for 2".
+    three = [mx.cpu(0), mx.cpu(1), mx.cpu(2)]
+    with pytest.raises(ShapeSpecError, match="2 per-device lists for 3 contexts"):
+        MutableModule(detector_net(), ["data"], ["softmax_label"], context=three,
+                      max_data_shapes=[MAX_DATA, MAX_DATA])
+    assert not mxpatch_bind.is_installed()
+
+
 def test_a_bind_for_another_number_of_devices_is_refused_and_leaves_the_module_unbound(
         contexts):
     mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,

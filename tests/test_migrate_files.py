@@ -144,3 +144,29 @@ def test_exit_0_when_nothing_is_left_1_when_a_person_is_needed(root, capsys):
     assert run(capsys, root)[0] == 1
     assert run(capsys, root, "--write", "--delete-vendored")[0] == 0
     assert run(capsys, root)[0] == 0
+
+
+def test_a_keyword_is_written_only_where_its_import_was_rewritten():
+    # The keyword is compat's: a construction whose import stays the vendored one's must not
+    # get it. The second construction's import key names no statement of the file.
+    text = ("from core.module import MutableModule\n"
+            "from lib.module import MutableModule as Other\n"
+            "a = MutableModule(sym, fixed_param_prefix=['conv'])\n"
+            "b = Other(sym, fixed_param_prefix=['conv'])\n")
+    rule = ", fixed_param_rule='startswith'"
+
+    def keyword(line, import_key):
+        column = text.splitlines()[line - 1].rindex(")")
+        return migrate.Finding("a.py", line, migrate.REWRITE, "", edit=("keyword", line, column,
+                                                                        rule, import_key))
+
+    chosen = [keyword(3, ("import", 1, 0, "core.module")),
+              keyword(4, ("import", 9, 0, "lib.module"))]
+
+    new, made, _ = migrate._edited(text, chosen, "a.py")
+
+    assert new == ("from mxpatch_bind.compat import MutableModule\n"
+                   "from lib.module import MutableModule as Other\n"
+                   "a = MutableModule(sym, fixed_param_prefix=['conv']%s)\n"
+                   "b = Other(sym, fixed_param_prefix=['conv'])\n" % rule)
+    assert made == {("import", 1, 0, "core.module"), chosen[0].edit}
