@@ -55,7 +55,10 @@ __all__ = ["launch", "main", "add_arguments", "run"]
 
 _PROG = "mxpatch_bind.launch"
 _POLL_S = 0.05
-_READER_JOIN_S = 1.0
+# After a process exits, how long its output may stay silent before the launcher stops
+# waiting for the rest (a process that left the group may hold the pipe open for ever).
+_READER_IDLE_S = 1.0
+_READER_DRAIN_S = 30.0
 # The exit status coreutils' ``timeout`` uses, so that scripts recognise it.
 _EXIT_TIMEOUT = 124
 # Scheduler and servers are plain MXNet imports: with DMLC_ROLE set, importing
@@ -175,8 +178,8 @@ class _Node:
         )
         prefix = "[{}] ".format(name)
         self._readers = [
-            _start_reader(self.popen.stdout, prefix, output, output.stdout),
-            _start_reader(self.popen.stderr, prefix, output, output.stderr),
+            _Reader(self.popen.stdout, prefix, output, output.stdout),
+            _Reader(self.popen.stderr, prefix, output, output.stderr),
         ]
 
     @property
@@ -211,23 +214,36 @@ class _Node:
     def reap(self):
         self.popen.wait()
         for reader in self._readers:
-            # A process that left the group may still hold the pipe open.
-            reader.join(_READER_JOIN_S)
+            reader.finish()
 
 
-def _start_reader(pipe, prefix, output, stream):
-    thread = threading.Thread(
-        target=_forward_lines, args=(pipe, prefix, output, stream), daemon=True
-    )
-    thread.start()
-    return thread
+class _Reader:
+    """A thread forwarding one pipe's lines; it notes when it forwarded the last one."""
 
+    def __init__(self, pipe, prefix, output, stream):
+        self.last_line_at = time.monotonic()
+        self._thread = threading.Thread(target=self._forward,
+                                        args=(pipe, prefix, output, stream), daemon=True)
+        self._thread.start()
 
-def _forward_lines(pipe, prefix, output, stream):
-    with pipe:
-        for raw in iter(pipe.readline, b""):
-            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            output.write_line(stream, prefix + text)
+    def finish(self):
+        """Wait for the pipe's end while lines still come: give up after ``_READER_IDLE_S``
+        without one, or ``_READER_DRAIN_S`` in all (a process that left the group may still
+        hold the pipe open, and write to it)."""
+        started = time.monotonic()
+        while self._thread.is_alive():
+            self._thread.join(_POLL_S)
+            now = time.monotonic()
+            if (now - max(self.last_line_at, started) > _READER_IDLE_S
+                    or now - started > _READER_DRAIN_S):
+                return
+
+    def _forward(self, pipe, prefix, output, stream):
+        with pipe:
+            for raw in iter(pipe.readline, b""):
+                text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                output.write_line(stream, prefix + text)
+                self.last_line_at = time.monotonic()
 
 
 class _SignalFlag:
@@ -421,7 +437,9 @@ def launch(command: Sequence[str], num_workers: int, num_servers: int = 1,
     job as soon as any process exits non-zero, the timeout expires, or SIGINT,
     SIGTERM, SIGHUP or SIGQUIT arrives (handled only when called from the main
     thread; one the process ignores, as under ``nohup``, stays ignored). When
-    it returns, every process it started has been reaped. Should the
+    it returns, every process it started has been reaped and its output
+    forwarded to the end (a pipe that a process outside the group still holds
+    open is given up after one second without a line). Should the
     launcher die (``kill -9``), the kernel SIGKILLs its children (Linux) and a
     watchdog process kills their process groups.
 

@@ -69,6 +69,26 @@ def test_two_workers_each_pull_the_sum_of_both_pushes():
     assert alive(job.pids.values()) == []
 
 
+class SlowStream(io.StringIO):
+    """A consumer slower than the worker: each line takes half a millisecond to write."""
+
+    def write(self, text):
+        time.sleep(0.0005)
+        return super().write(text)
+
+
+def test_every_line_a_worker_printed_is_forwarded_before_launch_returns():
+    # More than a pipe holds (64 KiB), read more slowly than written: when the worker exits,
+    # thousands of its lines (seconds of writing) are still to be forwarded.
+    out = SlowStream()
+    code = launch([sys.executable, str(WORKER), "flood", "7000"], 1, num_servers=1,
+                  timeout=JOB_TIMEOUT_S, grace=0, stdout=out, stderr=io.StringIO())
+
+    assert code == 0
+    lines = out.getvalue().splitlines()
+    assert lines[-1] == "[worker 0] done" and len(lines) == 7001
+
+
 def test_a_failing_worker_stops_the_job_with_its_exit_code():
     job = run_job(["fail-on", "1", "3"])
 

@@ -14,6 +14,8 @@
     Start a child process that sleeps for an hour, print its PID, and sleep too.
 ``ignore-term``
     Ignore SIGTERM, say so, and sleep for an hour: only SIGKILL ends it.
+``flood COUNT``
+    Print COUNT numbered lines as fast as it can, then ``done``, and exit 0 without a kvstore.
 ``show ARGS...``
     Print ARGS and the launcher's environment variables, then exit 0 without a kvstore.
 """
@@ -80,6 +82,9 @@ def main(mode, *args):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         print("ignoring SIGTERM")
         time.sleep(3600)
+    elif mode == "flood":
+        (count,) = args
+        sys.stdout.write("".join("line {}\n".format(i) for i in range(int(count))) + "done\n")
     elif mode == "show":
         print("argv {!r}".format(list(args)))
         for name in sorted(os.environ):
