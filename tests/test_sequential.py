@@ -122,6 +122,21 @@ def test_outputs_and_gradients_equal_stock_one_context_chains_exactly(contexts):
     assert_equals_references(seq, contexts, SHAPES)
 
 
+@pytest.mark.parametrize("step", ["forward", "backward"])
+def test_a_step_before_init_params_is_refused_by_name(contexts, step):
+    seq = chain(contexts)
+    with mxpatch_bind.patched():
+        seq.bind(data_spec(SHAPES), label_spec(SHAPES), inputs_need_grad=True)
+    assert seq.binded and not seq.params_initialized
+
+    with pytest.raises(RuntimeError, match=r"%s\(\) needs a bound SequentialModule with "
+                                           r"initialised parameters" % step):
+        if step == "forward":
+            seq.forward(device_batch(device_pairs(SHAPES)), is_train=True)
+        else:
+            seq.backward()
+
+
 def test_a_list_of_data_batches_runs_like_the_per_device_form(contexts):
     seq = bound_chain(contexts)
     seq.forward([mx.io.DataBatch([d], [lab]) for d, lab in device_pairs(SHAPES)], is_train=True)
