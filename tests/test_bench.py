@@ -16,6 +16,9 @@ import pytest
 import benchmarks.__main__ as bench
 from mxpatch_bind import demo
 
+# Each test runs a benchmark in a subprocess: left out of the inner loop, `pytest -m "not slow"`.
+pytestmark = pytest.mark.slow
+
 
 def _has(module):
     return importlib.util.find_spec(module) is not None

@@ -21,6 +21,9 @@ from mxpatch_bind.launch import launch
 from nets import conv_net, single_device_reference
 from processes import alive
 
+# Each test runs a loopback dist_sync job: left out of the inner loop, `pytest -m "not slow"`.
+pytestmark = pytest.mark.slow
+
 WORKER = Path(__file__).resolve().parent / "dist_scripts" / "per_device_worker.py"
 # Generous: one 2-worker job takes about 3 s on 2 cores, the five of this file at once
 # 11-14 s (pytest tests/test_distributed.py --durations=1, on a loaded machine).

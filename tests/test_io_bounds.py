@@ -2,6 +2,7 @@
 and each kind of bad value (an axis more or fewer, negative, bool, NaN, huge)."""
 
 import math
+import types
 
 import numpy as np
 import pytest
@@ -154,3 +155,40 @@ def test_a_multiple_that_makes_a_planned_array_too_large_is_refused_naming_it():
                                             "pad_to_multiple=65536 are too large"):
         PerDeviceIter([np.ones((1, 2, 3))], num_devices=1, batch_per_device=1,
                       pad_to_multiple=2 ** 16)
+
+
+# --------------------------------------------------------------------------- large tensors
+class Int64Features:
+    """mx.runtime.Features of an MXNet built with large tensor support."""
+
+    def is_enabled(self, name):
+        return name == "INT64_TENSOR_SIZE"
+
+
+@pytest.fixture
+def large_tensor_build(monkeypatch):
+    import mxnet as mx
+
+    from mxpatch_bind import limits
+    monkeypatch.setattr(mx.runtime, "Features", Int64Features)
+    limits.max_array_elements.cache_clear()
+    yield limits
+    limits.max_array_elements.cache_clear()
+
+
+@pytest.mark.parametrize("size, fits", [
+    ((2 ** 30 - 1, 2 ** 30 + 1), True),  # 2**60 - 1 elements: float64 bytes fit in an int64
+    ((2 ** 30, 2 ** 30), False),         # 2**60 elements: they do not
+])
+def test_with_large_tensor_support_numpy_s_int64_bytes_are_the_bound(large_tensor_build, size,
+                                                                      fits):
+    limits = large_tensor_build
+    assert limits.max_array_elements() == 1152921504606846975  # (2**63 - 1) // 8
+    plan = types.SimpleNamespace(device_indices=[[0]], device_sizes=[size])
+
+    if fits:
+        limits.check_plan([plan], [IMAGE], [(1, 2, 3)], 1)
+    else:
+        with pytest.raises(DataSpecError, match=r"\(1152921504606846976 elements\), more than "
+                                                r"the 1152921504606846975"):
+            limits.check_plan([plan], [IMAGE], [(1, 2, 3)], 1)

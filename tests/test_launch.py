@@ -12,8 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from mxpatch_bind.launch import launch
 from processes import alive, descendants
+
+# Each test runs a ps-lite job of processes: left out of the inner loop, `pytest -m "not slow"`.
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).resolve().parent / "dist_scripts" / "launch_worker.py"

@@ -8,6 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from mxpatch_bind import _launch_env
 from processes import (
     descendants,
@@ -17,6 +18,9 @@ from processes import (
     tcp_peers,
     wait_until_gone,
 )
+
+# Each test runs a ps-lite job of processes: left out of the inner loop, `pytest -m "not slow"`.
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).resolve().parent / "dist_scripts" / "launch_worker.py"

@@ -22,6 +22,9 @@ import pytest
 import mxpatch_bind.launch as launch_module
 from processes import descendants, identify, kill_running, running, wait_until_gone
 
+# Each test runs a ps-lite job of processes: left out of the inner loop, `pytest -m "not slow"`.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).resolve().parent / "dist_scripts" / "launch_worker.py"
 STARTED = re.compile(r"(scheduler|server \d+|worker \d+) \(pid (\d+)\)")

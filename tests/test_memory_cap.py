@@ -113,6 +113,7 @@ for width in (8, 9):
 """
 
 
+@pytest.mark.slow  # starts MXNet in a subprocess per setting
 def test_the_check_of_the_mxnet_setting_agrees_with_mxnet_itself():
     # The reference: a fresh MXNet per value, running oneDNN convolutions under it.
     values = ["-1", "0", " 7 ", "+5", "0x10", "2147483648", "-2"]

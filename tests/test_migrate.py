@@ -329,6 +329,7 @@ def migrated_and_fork_runs(tmp_path_factory):
     return work, {k: v.asnumpy() for k, v in pretrained.items()}
 
 
+@pytest.mark.slow  # trains the fork and the migrated copy in subprocesses
 def test_the_migrated_run_has_the_fork_loops_losses_exactly(migrated_and_fork_runs):
     work, _ = migrated_and_fork_runs
     migrated = json.loads((work / "mig.json").read_text())

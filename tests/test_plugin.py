@@ -8,6 +8,9 @@ from importlib import metadata
 import broken_env
 import pytest
 
+# Each test runs a pytest session in a subprocess: left out of the inner loop, `pytest -m "not slow"`.
+pytestmark = pytest.mark.slow
+
 pytest_plugins = ["pytester"]
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
