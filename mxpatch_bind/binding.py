@@ -409,19 +409,22 @@ class PerDeviceBucketingModule(BucketingModule):
 _PER_DEVICE_CLASS = "_mxpatch_bind_per_device_class"
 
 
-def _per_device_class(cls):
-    if cls is Module:
-        return PerDeviceModule
-    if cls is BucketingModule:
-        return PerDeviceBucketingModule
+def per_device_class(cls, classes):
+    """The per-device class of ``cls``, made once and kept on ``cls``.
+
+    ``classes`` holds ``(stock class, per-device class)`` pairs: a stock class maps to its own;
+    a subclass of one gets a class deriving from both, the subclass first.
+    """
+    for stock, per_device in classes:
+        if cls is stock:
+            return per_device
     derived = vars(cls).get(_PER_DEVICE_CLASS)  # vars: a subclass must not find its base's
     if derived is None:
-        per_device = (PerDeviceBucketingModule if issubclass(cls, BucketingModule)
-                      else PerDeviceModule)
+        per_device = next(ours for stock, ours in classes if issubclass(cls, stock))
         # (cls, per_device): the MRO puts cls's own methods first and ours right before
-        # Module's, so an override's super() call reaches the per-device behaviour.
+        # the stock class's, so an override's super() call reaches the per-device behaviour.
         derived = type("PerDevice" + cls.__name__, (cls, per_device),
-                       {"__module__": __name__, "__doc__": cls.__doc__})
+                       {"__module__": per_device.__module__, "__doc__": cls.__doc__})
         type.__setattr__(cls, _PER_DEVICE_CLASS, derived)
     return derived
 
@@ -429,7 +432,8 @@ def _per_device_class(cls):
 def adopt_module(module):
     """Switch ``module`` to its per-device class in place (idempotent); returns it."""
     if not isinstance(module, (PerDeviceModule, PerDeviceBucketingModule)):
-        module.__class__ = _per_device_class(type(module))
+        module.__class__ = per_device_class(type(module), (
+            (BucketingModule, PerDeviceBucketingModule), (Module, PerDeviceModule)))
     return module
 
 

@@ -12,7 +12,6 @@ behaviour keeps working after ``uninstall()``, as for ``Module``.
 """
 
 import copy
-import functools
 
 from mxnet.io import DataDesc
 from mxnet.module import Module, SequentialModule
@@ -143,19 +142,11 @@ class PerDeviceSequentialModule(SequentialModule):
         return None
 
 
-@functools.lru_cache(maxsize=None)
-def _per_device_class(cls):
-    if cls is SequentialModule:
-        return PerDeviceSequentialModule
-    # (cls, ours): a subclass's own methods run first, and their super() calls reach ours.
-    return type("PerDevice" + cls.__name__, (cls, PerDeviceSequentialModule),
-                {"__module__": __name__, "__doc__": cls.__doc__})
-
-
 def adopt_sequential(module):
     """Switch a ``SequentialModule`` to its per-device class in place (idempotent)."""
     if not isinstance(module, PerDeviceSequentialModule):
-        module.__class__ = _per_device_class(type(module))
+        module.__class__ = binding.per_device_class(
+            type(module), ((SequentialModule, PerDeviceSequentialModule),))
     return module
 
 

@@ -29,6 +29,24 @@ def test_a_hundred_dynamic_subclasses_bound_per_device_are_all_collected():
     assert alive == []
 
 
+def adopt_a_sequential_subclass(index):
+    """A SequentialModule subclass made on the fly, switched per device; weak references."""
+    from mxpatch_bind import sequential
+
+    subclass = type("DynamicSeq%d" % index, (mx.mod.SequentialModule,),
+                    {"payload": bytearray(1 << 16)})
+    seq = sequential.adopt_sequential(subclass())
+    assert isinstance(seq, subclass) and type(seq) is not subclass
+    return weakref.ref(subclass), weakref.ref(type(seq))
+
+
+def test_a_hundred_dynamic_sequential_subclasses_switched_per_device_are_all_collected():
+    refs = [adopt_a_sequential_subclass(index) for index in range(100)]
+    gc.collect()
+    alive = [ref() for pair in refs for ref in pair if ref() is not None]
+    assert alive == []
+
+
 def test_a_subclass_gets_the_same_per_device_class_while_it_lives():
     subclass = type("Kept", (mx.mod.Module,), {})
     first, second = (subclass(NET, label_names=None, context=CONTEXTS) for _ in range(2))
