@@ -25,6 +25,7 @@ from ._mxnet_env import import_mxnet
 mx = import_mxnet()
 from mxnet.io import DataDesc  # noqa: E402  (MXNet is imported, or named broken, above)
 
+from .distributed import is_sync_dist  # noqa: E402
 from .errors import ShapeSpecError  # noqa: E402
 from .transactions import all_or_nothing  # noqa: E402
 
@@ -432,16 +433,12 @@ def _fork_init_optimizer(self, kvstore='local', optimizer='sgd',
     will_init = self.binded and self.params_initialized and (
         force_init or not self.optimizer_initialized)
     if will_init and isinstance(optimizer, str) and "rescale_grad" not in dict(optimizer_params):
-        if isinstance(kvstore, str) and _is_sync_dist(kvstore):
+        if isinstance(kvstore, str) and is_sync_dist(kvstore):
             kvstore = mx.kv.create(kvstore)
-        workers = kvstore.num_workers if _is_sync_dist(getattr(kvstore, "type", "")) else 1
+        workers = kvstore.num_workers if is_sync_dist(kvstore) else 1
         optimizer_params = dict(optimizer_params,
                                 rescale_grad=1.0 / (len(self._context) * workers))
     return type(self).init_optimizer(self, kvstore, optimizer, optimizer_params, force_init)
-
-
-def _is_sync_dist(kvstore_type):
-    return "dist" in kvstore_type and "_sync" in kvstore_type
 
 
 def _fork_fit(self, train_data, eval_data=None, eval_metric='acc', epoch_end_callback=None,

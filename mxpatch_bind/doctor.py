@@ -353,7 +353,7 @@ def check_foreign_patches() -> Check:
     for target in patching.TARGETS:
         name = patching._target_name(target)
         ours = patching._state.handles.get(target)  # our FunctionWrapper while installed
-        chain = list(wrapt.wrapper_chain(vars(_owner(target)).get(target.attribute)))
+        chain = list(wrapt.wrapper_chain(patching._current(target)))
         found.extend("%s: %r" % (name, entry) for entry in chain[:-1] if entry is not ours)
         innermost = chain[-1]
         if (getattr(innermost, "__module__", None) != target.module
@@ -432,10 +432,6 @@ def _feature_enabled(mx: Any, name: str) -> bool:
         return False
 
 
-def _owner(target: Any) -> Any:
-    return getattr(sys.modules[target.module], target.owner)
-
-
 def _method_names() -> str:
     from . import patching
     return ", ".join("%s.%s" % (t.owner, t.attribute) for t in patching.TARGETS)
@@ -443,7 +439,7 @@ def _method_names() -> str:
 
 def _current_methods() -> Dict[Any, Any]:
     from . import patching
-    return {target: vars(_owner(target)).get(target.attribute) for target in patching.TARGETS}
+    return {target: patching._current(target) for target in patching.TARGETS}
 
 
 # --------------------------------------------------------------------------- self-test

@@ -523,14 +523,7 @@ def _grows(base, wanted):
     """
     held = sum(base.arg_dict[name].size for name in wanted)
     # More in all implies more than the base holds for some input.
-    return sum(_size(shape) for shape in wanted.values()) > held
-
-
-def _size(shape):
-    size = 1
-    for dim in shape:
-        size *= dim
-    return size
+    return sum(shapes.num_elements(shape) for shape in wanted.values()) > held
 
 
 def _merge_checked(per_name, axes, names, what):

@@ -9,6 +9,7 @@ turns a per-device spec into one normalised :class:`DeviceShapes` or raises
 """
 
 import functools
+import math
 import numbers
 from collections import namedtuple
 
@@ -16,7 +17,7 @@ from .errors import ShapeSpecError
 
 __all__ = ["STOCK", "PER_DEVICE", "DEVICE_LISTS", "BATCH_LIST", "MAX_DIM", "spec_form",
            "batch_form", "parse_device_shapes", "check_layouts_agree", "check_dtypes_agree",
-           "max_elements", "DeviceShapes"]
+           "max_elements", "num_elements", "DeviceShapes"]
 
 STOCK = "stock"
 PER_DEVICE = "per-device"
@@ -343,18 +344,17 @@ def _check_shape(index, name, shape, what):
                                  "dimensions up to %d (int32)"
                                  % (what, index, name, shape, dim, MAX_DIM))
     dims = tuple(int(dim) for dim in shape)
-    if _size(dims) > max_elements():
+    elements = num_elements(dims)
+    if elements > max_elements():
         raise ShapeSpecError("%s[%d] gives %r the shape %r of %d elements; this MXNet holds "
                              "tensors of up to %d elements (built without INT64_TENSOR_SIZE)"
-                             % (what, index, name, shape, _size(dims), max_elements()))
+                             % (what, index, name, shape, elements, max_elements()))
     return dims
 
 
-def _size(dims):
-    size = 1
-    for dim in dims:
-        size *= dim
-    return size
+def num_elements(shape):
+    """The number of elements of an array of ``shape``, on Python ints (never wrapping)."""
+    return math.prod(int(dim) for dim in shape)
 
 
 @functools.lru_cache(maxsize=None)
