@@ -11,6 +11,7 @@ down the chain without merging. ``isinstance(module, SequentialModule)`` stays t
 behaviour keeps working after ``uninstall()``, as for ``Module``.
 """
 
+import contextlib
 import copy
 
 from mxnet.io import DataDesc
@@ -18,6 +19,7 @@ from mxnet.module import Module, SequentialModule
 
 from . import binding, shapes
 from .errors import ShapeSpecError
+from .transactions import all_or_nothing
 
 __all__ = ["PerDeviceSequentialModule", "bind_wrapper"]
 
@@ -89,13 +91,11 @@ class PerDeviceSequentialModule(SequentialModule):
         if self.binded and not force_rebind:
             self.logger.warning('Already bound, ignoring bind()')
             return None
-        saved = _snapshot([self] + list(self._modules))
-        try:
+        with contextlib.ExitStack() as rollback:  # the chain and each module: all or nothing
+            for obj in [self] + list(self._modules):
+                rollback.enter_context(all_or_nothing(obj))
             _bind_chain(self, data_shapes, label_shapes, for_training, inputs_need_grad,
                         force_rebind, grad_req)
-        except BaseException:
-            _restore(saved)
-            raise
         adopt_sequential(self)
         # Set last, as Module.bind does (stock SequentialModule sets it first).
         self.binded = True
@@ -254,19 +254,6 @@ def _renamed_desc(desc, name):
     if isinstance(desc, (list, tuple)) and len(desc) >= 2:
         return (name,) + tuple(desc[1:])
     return desc
-
-
-def _snapshot(objects):
-    return [(obj, type(obj), dict(vars(obj))) for obj in objects]
-
-
-def _restore(saved):
-    # A bind builds new executor groups and dictionaries rather than changing the old ones,
-    # so restoring each object's own attributes and class restores its whole state.
-    for obj, cls, attributes in saved:
-        obj.__class__ = cls
-        vars(obj).clear()
-        vars(obj).update(attributes)
 
 
 # --------------------------------------------------------------------------- computation
