@@ -371,6 +371,13 @@ class PerDeviceIter(CurrentBatchIter):
         Per-device counts that even out padded work (default False).
     pad_to_multiple : int, optional
         Round every device's planned size up to a multiple (default 1: none).
+    num_parts, part_index : int, optional
+        Read only part ``part_index`` of ``num_parts`` of every epoch (default 1 and 0: all
+        of it), as MXNet's iterators name it: in a distributed job, ``kv.num_workers`` and
+        ``kv.rank``. Every worker plans the whole epoch alike (same data, ``seed`` and
+        options) and takes every ``num_parts``-th batch from ``part_index``, as many as every
+        other part; the last ``num_batches % num_parts`` batches of the whole epoch are left
+        out.
 
     Attributes
     ----------
@@ -391,8 +398,10 @@ class PerDeviceIter(CurrentBatchIter):
         channel count or have an empty axis, hold dtypes MXNet cannot (complex,
         strings, bytes, objects) or are sparse NDArrays, ``label`` has the
         wrong length or mixed shapes, ``num_devices``, ``batch_per_device``,
-        ``group_window`` or ``pad_to_multiple`` is not an integer >= 1,
-        ``seed`` or ``num_workers`` is not an integer >= 0, ``shuffle``,
+        ``group_window``, ``pad_to_multiple`` or ``num_parts`` is not an integer
+        >= 1, ``seed`` or ``num_workers`` is not an integer >= 0, ``part_index``
+        is not one from 0 to ``num_parts - 1``, ``num_parts`` exceeds the
+        epoch's batches, ``shuffle``,
         ``grouping`` or ``balanced`` is not True or False, ``layout`` or
         ``dtype`` is not supported; with ``inputs``: if the declarations
         clash, a sample is not a tuple or dict of the declared inputs, its
@@ -446,7 +455,8 @@ class PerDeviceIter(CurrentBatchIter):
                  dtype: Any = "float32", layout: str = "NCHW",
                  inputs: Optional[Sequence[Input]] = None, label_inputs: Sequence[Input] = (),
                  sizes: Any = None, num_workers: int = 0, prefetch: Optional[int] = None,
-                 balanced: bool = False, pad_to_multiple: int = 1) -> None:
+                 balanced: bool = False, pad_to_multiple: int = 1, num_parts: int = 1,
+                 part_index: int = 0) -> None:
         self._num_devices = _check_int("num_devices", num_devices)
         self._batch_per_device = _check_int("batch_per_device", batch_per_device)
         self._shuffle = _check_flag("shuffle", shuffle)
@@ -459,6 +469,9 @@ class PerDeviceIter(CurrentBatchIter):
         self._multiple = _check_int("pad_to_multiple", pad_to_multiple,
                                     maximum=_limits.max_array_elements(),
                                     why=" (the most elements one MXNet array holds)")
+        self._num_parts = _check_int("num_parts", num_parts)
+        self._part_index = _check_int("part_index", part_index, minimum=0,
+                                      maximum=self._num_parts - 1, why=" (num_parts - 1)")
         num_workers = _check_int("num_workers", num_workers, minimum=0)
         if prefetch is not None:
             prefetch = _check_int("prefetch", prefetch, minimum=0)
@@ -485,7 +498,8 @@ class PerDeviceIter(CurrentBatchIter):
 
     @property
     def num_batches(self) -> int:
-        """Batches per epoch: ``ceil(len(data) / batch_size)``."""
+        """Batches per epoch: ``ceil(len(data) / batch_size)``, divided by ``num_parts``
+        (rounded down) when the epoch is shared."""
         return len(self._plan)
 
     @property
@@ -667,6 +681,10 @@ class PerDeviceIter(CurrentBatchIter):
             batch_per_device=self._batch_per_device, grouping=self._grouping,
             group_window=self._group_window, balanced=self._balanced,
             multiple=self._multiple, rng=rng)
+        if len(plan) < self._num_parts:
+            raise DataSpecError("num_parts={} is more than the epoch's {} batches: some workers "
+                                "would have none".format(self._num_parts, len(plan)))
+        plan = _planning.part_of(plan, self._num_parts, self._part_index)
         _limits.check_plan(plan, self._declared, self._reference_shapes, self._multiple)
         self._batches.start(plan)
         self._plan = plan

@@ -8,7 +8,7 @@ from typing import NamedTuple, Tuple
 
 import numpy as np
 
-__all__ = ["BatchPlan", "PaddingStats", "plan_epoch", "padding_stats", "round_up"]
+__all__ = ["BatchPlan", "PaddingStats", "plan_epoch", "part_of", "padding_stats", "round_up"]
 
 
 class PaddingStats(NamedTuple):
@@ -269,3 +269,17 @@ def padding_stats(plans, sizes, num_devices, multiple):
                         device_pixels=tuple(int(pixels) for pixels in device_pixels),
                         step_pixels=step_pixels, rounding_pixels=rounding_pixels,
                         distinct_shapes=len(shapes))
+
+
+def part_of(plan, num_parts, part_index):
+    """Part ``part_index`` of an epoch's batches shared by ``num_parts`` workers.
+
+    Every ``num_parts``-th batch from ``part_index``, and as many for every part: a
+    ``dist_sync`` job's workers then read disjoint batches and take the same number of steps
+    (each step waits for all of them). The last ``len(plan) % num_parts`` batches are left out
+    of the epoch. Round robin, not one block each: with grouping, neighbouring batches have
+    similar sizes, so the workers of one step do similar work.
+    """
+    per_part = len(plan) // num_parts
+    return plan[part_index:per_part * num_parts:num_parts]
+
