@@ -164,6 +164,25 @@ def test_image_size_reads_a_jpeg_frame_header(tmp_path):
     assert image_size(str(path)) == (37, 52)
 
 
+def segment(marker, body):
+    return bytes([0xFF, marker]) + struct.pack(">H", len(body) + 2) + body
+
+
+@pytest.mark.parametrize("frame", [0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA,
+                                   0xCB, 0xCD, 0xCE, 0xCF])
+def test_image_size_reads_every_start_of_frame_and_skips_the_tables_that_share_the_range(
+        tmp_path, frame):
+    # DHT (0xC4), JPG (0xC8) and DAC (0xCC) sit among the frame markers but hold tables:
+    # each holds bytes here that, read as a frame header, would give another size.
+    tables = b"".join(segment(marker, b"\x08\x00\x05\x00\x06\x01\x11\x00")
+                      for marker in (0xC4, 0xC8, 0xCC))
+    frame_header = segment(frame, struct.pack(">BHHB", 8, 37, 52, 1) + b"\x01\x11\x00")
+    path = tmp_path / "frame.jpg"
+    path.write_bytes(b"\xff\xd8" + tables + frame_header + b"\xff\xd9")
+
+    assert image_size(str(path)) == (37, 52)
+
+
 def test_image_size_refuses_other_files(tmp_path):
     path = tmp_path / "notes.txt"
     path.write_bytes(b"hello")
@@ -296,3 +315,21 @@ def test_one_device_with_workers_gets_the_same_batches_as_without():
     for got, want in zip(parallel, serial):
         assert [g.shape for g in got] == [w.shape for w in want]
         assert all(np.array_equal(g, w) for g, w in zip(got, want))
+
+
+@pytest.mark.parametrize("start", [0, 1, 4, 5])
+def test_the_planned_sampler_counts_the_batches_it_yields_from_its_start(start):
+    # gluon's DataLoader reports len(batch_sampler) as its own length.
+    from types import SimpleNamespace
+
+    from mxpatch_bind.loading import PlannedSampler
+
+    sampler = PlannedSampler(np.full((10, 2), 3))
+    sampler.plans = [SimpleNamespace(device_indices=[[2 * b], [2 * b + 1]],
+                                     device_sizes=[(3, 3), (3, 3)]) for b in range(5)]
+    sampler.start = start
+
+    batches = list(sampler)
+
+    assert len(sampler) == len(batches) == 5 - start
+    assert [slots[0].batch for slots in batches] == list(range(start, 5))

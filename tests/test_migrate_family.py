@@ -411,3 +411,24 @@ def test_without_fissix_python_2_is_named_with_the_extra_and_the_port_refused(tm
     assert done.value.code == 2
     assert "error: --to-python3 needs fissix: pip install \".[migrate]\"" in (
         capsys.readouterr().err)
+
+
+def test_fit_without_rescale_grad_on_a_copy_that_wrapped_stock_is_a_check_naming_the_copy(
+        tmp_path):
+    # mx-rcnn's MutableModule wrapped stock Module: its steps were scaled by 1/(total
+    # samples), the drop-in's by 1/(number of devices).
+    name = "ijkguo/mx-rcnn:rcnn/core/module.py@410f089"
+    assert REVISIONS[name]["rescale_grad_default"] == "samples"
+    (tmp_path / "rcnn" / "core").mkdir(parents=True)
+    (tmp_path / "rcnn" / "core" / "module.py").write_text(shipped_revision_source(name))
+    (tmp_path / "rcnn" / "train.py").write_text(
+        "from rcnn.core.module import MutableModule\n"
+        "mod = MutableModule(sym, data_names, label_names)\n"
+        "mod.fit(train_data, optimizer_params={'learning_rate': 0.1})\n")
+
+    [finding] = [f for f in migrate.scan(tmp_path) if f.path == "rcnn/train.py" and f.line == 3]
+
+    assert (finding.action, finding.message) == ("check", (
+        "optimizer_params without rescale_grad on mod: rcnn/core/module.py wraps stock Module "
+        "and scaled by 1/(total samples); the drop-in scales by 1/(number of devices): set "
+        "rescale_grad explicitly"))
