@@ -14,6 +14,7 @@ workers), derandomised.
 
 import os
 
+import mxnet as mx
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -146,6 +147,10 @@ def test_every_epoch_is_whole_or_ends_in_a_typed_error_and_reset_gives_a_whole_o
         assert isinstance(check_epoch(it, sizes, fault, bad), DataSpecError)
 
 
+# MXNet 1.6.0 can abort this process in gluon's fork of a new DataLoader pool once this test's
+# examples follow other io tests (see test_io_faults.py's WORKERS_UNRELIABLE); 1.9.1 does not.
+@pytest.mark.skipif(mx.__version__.startswith("1.6."),
+                    reason="MXNet 1.6 can abort in gluon's fork of repeated DataLoader pools")
 @WITH_WORKERS
 @given(scenario=scenarios(faults=("exit", "raise")))
 def test_with_workers_a_dead_worker_or_a_dataset_error_ends_the_epoch_named(scenario):
