@@ -13,35 +13,33 @@ SPEC = [[("data", (1, 3))], [("data", (2, 3))]]
 CONTEXTS = [mx.cpu(0), mx.cpu(1)]
 
 
-def bind_a_subclass_per_device(index):
-    """A Module subclass made on the fly, bound per device; weak references to both."""
+def bind_a_module_subclass(index):
+    """A Module subclass made on the fly, bound per device, and the module."""
     subclass = type("Dynamic%d" % index, (mx.mod.Module,), {"payload": bytearray(1 << 16)})
     mod = subclass(NET, label_names=None, context=CONTEXTS)
     mxpatch_bind.bind(mod, SPEC)
-    assert isinstance(mod, subclass) and type(mod) is not subclass
-    return weakref.ref(subclass), weakref.ref(type(mod))
-
-
-def test_a_hundred_dynamic_subclasses_bound_per_device_are_all_collected():
-    refs = [bind_a_subclass_per_device(index) for index in range(100)]
-    gc.collect()
-    alive = [ref() for pair in refs for ref in pair if ref() is not None]
-    assert alive == []
+    return subclass, mod
 
 
 def adopt_a_sequential_subclass(index):
-    """A SequentialModule subclass made on the fly, switched per device; weak references."""
+    """A SequentialModule subclass made on the fly, switched per device, and the container."""
     from mxpatch_bind import sequential
 
     subclass = type("DynamicSeq%d" % index, (mx.mod.SequentialModule,),
                     {"payload": bytearray(1 << 16)})
-    seq = sequential.adopt_sequential(subclass())
-    assert isinstance(seq, subclass) and type(seq) is not subclass
-    return weakref.ref(subclass), weakref.ref(type(seq))
+    return subclass, sequential.adopt_sequential(subclass())
 
 
-def test_a_hundred_dynamic_sequential_subclasses_switched_per_device_are_all_collected():
-    refs = [adopt_a_sequential_subclass(index) for index in range(100)]
+def per_device_refs(make, index):
+    """Weak references to a subclass made by ``make`` and to its per-device class."""
+    subclass, module = make(index)
+    assert isinstance(module, subclass) and type(module) is not subclass
+    return weakref.ref(subclass), weakref.ref(type(module))
+
+
+@pytest.mark.parametrize("make", [bind_a_module_subclass, adopt_a_sequential_subclass])
+def test_a_hundred_dynamic_subclasses_switched_per_device_are_all_collected(make):
+    refs = [per_device_refs(make, index) for index in range(100)]
     gc.collect()
     alive = [ref() for pair in refs for ref in pair if ref() is not None]
     assert alive == []
