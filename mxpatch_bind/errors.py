@@ -3,7 +3,7 @@
 import pickle
 
 __all__ = ["PatchError", "UnsupportedMXNetError", "ShapeSpecError", "BatchError", "DataSpecError",
-           "DataLoadError", "WorkerExitedError", "SettingsError"]
+           "DataLoadError", "WorkerExitedError", "SettingsError", "HorovodError"]
 
 
 class PatchError(Exception):
@@ -169,5 +169,18 @@ class SettingsError(PatchError, ValueError):
     --------
     >>> from mxpatch_bind import SettingsError
     >>> issubclass(SettingsError, ValueError)
+    True
+    """
+
+
+class HorovodError(PatchError, RuntimeError):
+    """``kvstore='horovod'`` cannot do what was asked: Horovod is not installed (the message
+    gives the build command), or the store was asked for what it does not support (sparse
+    pulls, gradient compression, optimizer states before an optimizer).
+
+    Examples
+    --------
+    >>> from mxpatch_bind import HorovodError
+    >>> issubclass(HorovodError, RuntimeError)
     True
     """

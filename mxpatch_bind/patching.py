@@ -61,8 +61,9 @@ _BIND_PARAMETERS = ("self", "data_shapes", "label_shapes", "for_training", "inpu
                     "force_rebind", "shared_module", "grad_req")
 
 Target = namedtuple("Target", ["module", "owner", "attribute", "wrapper", "parameters"])
-Target.__doc__ = ("One patched method: where it lives, our wrapper ('name' in binding.py or "
-                  "'module.name' in another of our modules), its parameters.")
+Target.__doc__ = ("One patched method: where it lives (owner None: a function of the module), "
+                  "our wrapper ('name' in binding.py or 'module.name' in another of our "
+                  "modules), its parameters.")
 
 # Patch the classes in the modules that define them: MXNet looks the methods up on the class
 # (``module.bind(...)``, ``Module.bind(self, ...)`` through super()), so every caller sees it.
@@ -70,6 +71,9 @@ Target.__doc__ = ("One patched method: where it lives, our wrapper ('name' in bi
 # reshapes it to per device instead of failing inside MXNet; stock batches go straight through.
 # BucketingModule.bind is patched only to keep its buckets binding per device after uninstall();
 # SequentialModule.bind to bind its modules per device and chain their per-device outputs.
+# mx.kv.create and Module.init_optimizer give kvstore='horovod' a store that reduces across
+# workers (MXNet 1.x falls through to a native one-worker store) and weight its steps by the
+# samples of all workers (horovod.py).
 TARGETS = (
     Target("mxnet.module.module", "Module", "bind", "bind_wrapper", _BIND_PARAMETERS),
     Target("mxnet.module.module", "Module", "reshape", "reshape_wrapper",
@@ -80,11 +84,21 @@ TARGETS = (
            _BIND_PARAMETERS),
     Target("mxnet.module.sequential_module", "SequentialModule", "bind",
            "sequential.bind_wrapper", _BIND_PARAMETERS),
+    Target("mxnet.module.module", "Module", "init_optimizer", "horovod.init_optimizer_wrapper",
+           ("self", "kvstore", "optimizer", "optimizer_params", "force_init")),
+    Target("mxnet.kvstore", None, "create", "horovod.create_wrapper", ("name",)),
 )
 
 
 def _target_name(target):
-    return "%s.%s.%s" % (target.module, target.owner, target.attribute)
+    return "%s.%s" % (target.module, qualified_name(target))
+
+
+def qualified_name(target):
+    """The target's ``__qualname__``: ``'Module.bind'``, or ``'create'`` for a function."""
+    if target.owner is None:
+        return target.attribute
+    return "%s.%s" % (target.owner, target.attribute)
 
 
 class PatchStatus(NamedTuple):
@@ -372,7 +386,8 @@ def _imported_mxnet():
 
 
 def _owner(target):
-    return getattr(sys.modules[target.module], target.owner)
+    module = sys.modules[target.module]
+    return module if target.owner is None else getattr(module, target.owner)
 
 
 def _current(target):

@@ -21,7 +21,8 @@ from nets import conv_net, mlp
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TARGETS = [(mx.mod.Module, "bind"), (mx.mod.Module, "reshape"), (mx.mod.Module, "forward"),
-           (mx.mod.BucketingModule, "bind"), (mx.mod.SequentialModule, "bind")]
+           (mx.mod.BucketingModule, "bind"), (mx.mod.SequentialModule, "bind"),
+           (mx.mod.Module, "init_optimizer"), (mx.kvstore, "create")]
 
 # Captured when the test module is imported, before any test has installed anything.
 ORIGINALS = {(owner, name): vars(owner)[name] for owner, name in TARGETS}
@@ -64,13 +65,15 @@ def test_uninstall_restores_the_original_functions_by_identity():
     assert_not_patched()
 
 
-def test_status_lists_the_five_targets_and_the_mxnet_version():
+def test_status_lists_the_seven_targets_and_the_mxnet_version():
     status = mxpatch_bind.status()
     assert status.targets == ("mxnet.module.module.Module.bind",
                               "mxnet.module.module.Module.reshape",
                               "mxnet.module.module.Module.forward",
                               "mxnet.module.bucketing_module.BucketingModule.bind",
-                              "mxnet.module.sequential_module.SequentialModule.bind")
+                              "mxnet.module.sequential_module.SequentialModule.bind",
+                              "mxnet.module.module.Module.init_optimizer",
+                              "mxnet.kvstore.create")
     assert status.mxnet_version == mx.__version__
 
 
