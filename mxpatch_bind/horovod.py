@@ -207,8 +207,9 @@ class HorovodKVStore(_BASE):  # type: ignore[misc, valid-type]
 
     def save_optimizer_states(self, fname, dump_optimizer=False):
         """Writes the optimizer states to ``fname``."""
+        states = self._optimizer_updater().get_states(dump_optimizer)  # before the file opens
         with open(fname, "wb") as file:
-            file.write(self._optimizer_updater().get_states(dump_optimizer))
+            file.write(states)
 
     def load_optimizer_states(self, fname):
         """Reads the optimizer states from ``fname``."""

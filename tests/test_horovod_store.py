@@ -174,7 +174,7 @@ def test_without_horovod_the_store_names_the_build_and_nothing_changes(monkeypat
     assert not mod.optimizer_initialized and mod._kvstore is None
 
 
-def test_what_the_store_cannot_do_is_refused(one_worker):
+def test_what_the_store_cannot_do_is_refused(one_worker, tmp_path):
     store = mx.kv.create("horovod")
     with pytest.raises(HorovodError, match="does not compress gradients"):
         store.set_gradient_compression({"type": "2bit"})
@@ -183,7 +183,8 @@ def test_what_the_store_cannot_do_is_refused(one_worker):
     with pytest.raises(HorovodError, match="holds no value for key 'w'"):
         store.pull("w", out=mx.nd.zeros(2))
     with pytest.raises(HorovodError, match="no optimizer yet"):
-        store.save_optimizer_states("unused")
+        store.save_optimizer_states(str(tmp_path / "states"))
+    assert list(tmp_path.iterdir()) == []  # refused before a file is made
 
 
 def test_calls_stock_does_not_take_go_to_stock_unchanged(one_worker):
