@@ -63,7 +63,7 @@ def _reshapers():
     reshapers = {"Executor.reshape": lambda base, shape: base.reshape(
         allow_up_sizing=True, data=shape, softmax_label=LABEL)}
     try:
-        from mxpatch_bind.executor_group import _reshape_executor
+        from mxpatch_bind.module.executor_group import _reshape_executor
     except ImportError:  # the lean reshape moved or went: probe MXNet's alone
         return reshapers
     reshapers["lean reshape"] = lambda base, shape: _reshape_executor(

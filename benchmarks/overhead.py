@@ -79,10 +79,10 @@ def _training_steps(mx, rounds, tiny):
 def _patch_calls_per_step(mx, mod, batch, count=10):
     """How often the patched bind/reshape/forward run during stock-form training steps."""
     import mxpatch_bind
-    from mxpatch_bind import binding
+    from mxpatch_bind.module import wrappers
     calls = []
-    originals = {name: getattr(binding, name) for name in ("bind_wrapper", "reshape_wrapper",
-                                                              "forward_wrapper")}
+    originals = {name: getattr(wrappers, name) for name in ("bind_wrapper", "reshape_wrapper",
+                                                               "forward_wrapper")}
 
     def counting(original):
         def wrapper(*args, **kwargs):
@@ -91,7 +91,7 @@ def _patch_calls_per_step(mx, mod, batch, count=10):
         return wrapper
 
     for name, original in originals.items():
-        setattr(binding, name, counting(original))  # install() looks the wrappers up here
+        setattr(wrappers, name, counting(original))  # install() looks the wrappers up here
     try:
         with mxpatch_bind.patched():
             for _ in range(count):
@@ -102,7 +102,7 @@ def _patch_calls_per_step(mx, mod, batch, count=10):
             mx.nd.waitall()
     finally:
         for name, original in originals.items():
-            setattr(binding, name, original)
+            setattr(wrappers, name, original)
     return len(calls) / count
 
 

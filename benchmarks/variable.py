@@ -60,7 +60,7 @@ def _images(rng, count):
 
 def _feeds(mx, rng, steps, pixels):
     """The batches of every mode for ``steps`` steps of new images; adds up their pixels."""
-    from mxpatch_bind.io import PerDeviceIter
+    from mxpatch_bind.data.io import PerDeviceIter
     images, labels = _images(rng, steps * DEVICES * PER_DEVICE)
     feeds = {MODES[0]: _stock_batches(mx, images, labels)}
     iters = {MODES[1]: PerDeviceIter(images, labels, num_devices=DEVICES,

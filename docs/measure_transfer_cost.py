@@ -16,7 +16,7 @@ import mxnet as mx
 
 from benchmarks import decode
 from mxpatch_bind import Input
-from mxpatch_bind import inputs as _inputs
+from mxpatch_bind.data import inputs as _inputs
 
 DECLARED = [Input("data", size_axes=(1, 2))]
 

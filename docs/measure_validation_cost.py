@@ -15,7 +15,7 @@ sys.path.insert(0, "tests")
 from nets import conv_net  # noqa: E402
 
 import mxpatch_bind  # noqa: E402
-from mxpatch_bind import batches, binding, shapes, transactions  # noqa: E402
+from mxpatch_bind.module import batches, binding, shapes, transactions  # noqa: E402
 
 SHAPES = [(2, 3, 32, 32), (3, 3, 24, 24)]
 

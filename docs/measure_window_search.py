@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from benchmarks.variable import SIZES
-from mxpatch_bind import planning
+from mxpatch_bind.data import planning
 
 SAMPLES, DEVICES, PER_DEVICE, WINDOW = 160, 2, 2, 8
 

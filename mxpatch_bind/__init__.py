@@ -22,12 +22,12 @@ from .errors import (
 from .version import __version__
 
 if TYPE_CHECKING:
-    from .binding import bind, reshape
-    from .inputs import Input
-    from .io import PerDeviceIter
-    from .loading import image_size
+    from .data.inputs import Input
+    from .data.io import PerDeviceIter
+    from .data.loading import image_size
+    from .data.prefetch import PerDevicePrefetchingIter
+    from .module.binding import bind, reshape
     from .patching import PatchStatus, install, is_installed, patched, status, uninstall
-    from .prefetch import PerDevicePrefetchingIter
     from .settings import Settings, configure
 
 __all__ = [
@@ -60,9 +60,9 @@ __all__ = [
 # Loaded on first access (PEP 562): binding, io, inputs and loading import MXNet or numpy, and
 # patching imports wrapt (which imports asyncio): the pytest plugin, imported by every pytest
 # run in the environment, and ``python -m mxpatch_bind --help`` must not pay for them.
-_LAZY = {"bind": "binding", "reshape": "binding", "PerDeviceIter": "io", "Input": "inputs",
-         "image_size": "loading",
-         "PerDevicePrefetchingIter": "prefetch",
+_LAZY = {"bind": "module.binding", "reshape": "module.binding", "PerDeviceIter": "data.io",
+         "Input": "data.inputs", "image_size": "data.loading",
+         "PerDevicePrefetchingIter": "data.prefetch",
          "configure": "settings", "Settings": "settings",
          **dict.fromkeys(["install", "uninstall", "patched", "is_installed", "status",
                           "PatchStatus"], "patching")}

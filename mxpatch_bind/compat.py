@@ -25,9 +25,9 @@ from ._mxnet_env import import_mxnet
 mx = import_mxnet()
 from mxnet.io import DataDesc  # noqa: E402  (MXNet is imported, or named broken, above)
 
-from .distributed import is_sync_dist  # noqa: E402
 from .errors import ShapeSpecError  # noqa: E402
-from .transactions import all_or_nothing  # noqa: E402
+from .module.distributed import is_sync_dist  # noqa: E402
+from .module.transactions import all_or_nothing  # noqa: E402
 
 __all__ = ["MutableModule", "Module", "fixed_param_names_from_prefix"]
 

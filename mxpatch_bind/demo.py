@@ -188,7 +188,7 @@ class PerDeviceBatches:
     """``PerDeviceIter`` batches (shuffled, grouped by size), with its padding counted."""
 
     def __init__(self, images, labels, devices, per_device, seed, group_window):
-        from .io import PerDeviceIter
+        from .data.io import PerDeviceIter
         self.iter = PerDeviceIter(images, labels, num_devices=devices,
                                   batch_per_device=per_device, shuffle=True, seed=seed,
                                   group_window=group_window)

@@ -62,8 +62,7 @@ _BIND_PARAMETERS = ("self", "data_shapes", "label_shapes", "for_training", "inpu
 
 Target = namedtuple("Target", ["module", "owner", "attribute", "wrapper", "parameters"])
 Target.__doc__ = ("One patched method: where it lives (owner None: a function of the module), "
-                  "our wrapper ('name' in binding.py or 'module.name' in another of our "
-                  "modules), its parameters.")
+                  "our wrapper (its module, relative to the package, and name), its parameters.")
 
 # Patch the classes in the modules that define them: MXNet looks the methods up on the class
 # (``module.bind(...)``, ``Module.bind(self, ...)`` through super()), so every caller sees it.
@@ -75,15 +74,16 @@ Target.__doc__ = ("One patched method: where it lives (owner None: a function of
 # workers (MXNet 1.x falls through to a native one-worker store) and weight its steps by the
 # samples of all workers (horovod.py).
 TARGETS = (
-    Target("mxnet.module.module", "Module", "bind", "bind_wrapper", _BIND_PARAMETERS),
-    Target("mxnet.module.module", "Module", "reshape", "reshape_wrapper",
-           ("self", "data_shapes", "label_shapes")),
-    Target("mxnet.module.module", "Module", "forward", "forward_wrapper",
-           ("self", "data_batch", "is_train")),
-    Target("mxnet.module.bucketing_module", "BucketingModule", "bind", "bucketing_bind_wrapper",
+    Target("mxnet.module.module", "Module", "bind", "module.wrappers.bind_wrapper",
            _BIND_PARAMETERS),
+    Target("mxnet.module.module", "Module", "reshape", "module.wrappers.reshape_wrapper",
+           ("self", "data_shapes", "label_shapes")),
+    Target("mxnet.module.module", "Module", "forward", "module.wrappers.forward_wrapper",
+           ("self", "data_batch", "is_train")),
+    Target("mxnet.module.bucketing_module", "BucketingModule", "bind",
+           "module.wrappers.bucketing_bind_wrapper", _BIND_PARAMETERS),
     Target("mxnet.module.sequential_module", "SequentialModule", "bind",
-           "sequential.bind_wrapper", _BIND_PARAMETERS),
+           "module.wrappers.sequential_bind_wrapper", _BIND_PARAMETERS),
     Target("mxnet.module.module", "Module", "init_optimizer", "horovod.init_optimizer_wrapper",
            ("self", "kvstore", "optimizer", "optimizer_params", "force_init")),
     Target("mxnet.kvstore", None, "create", "horovod.create_wrapper", ("name",)),
@@ -444,9 +444,10 @@ def _apply(mx, force):
 
 
 def _wrapper_function(target):
-    """Our wrapper function for ``target``, importing its module (binding.py imports MXNet)."""
+    """Our wrapper function for ``target``, importing its module (module/binding.py imports
+    MXNet)."""
     module_name, _, name = target.wrapper.rpartition(".")
-    module = importlib.import_module("." + (module_name or "binding"), __package__)
+    module = importlib.import_module("." + module_name, __package__)
     return getattr(module, name)
 
 

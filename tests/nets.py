@@ -4,8 +4,7 @@ import mxnet as mx
 import numpy as np
 
 import mxpatch_bind
-from mxpatch_bind._nets import (  # noqa: F401 (shared helpers)
-    conv_classifier, contexts_from_env, per_device_spec)
+from mxpatch_bind._nets import contexts_from_env, conv_classifier, per_device_spec  # noqa: F401 (shared helpers)
 
 
 def conv_net(num_classes=3, batch_norm=False):

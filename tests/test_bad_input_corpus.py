@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from nets import assert_same_state, conv_net, fixed_params, module_state
 
 import mxpatch_bind
-from mxpatch_bind import PatchError, shapes
+from mxpatch_bind import PatchError
+from mxpatch_bind.module import shapes
 
 CONTEXTS = [mx.cpu(0), mx.cpu(1)]
 SYMBOL = conv_net()

@@ -8,8 +8,6 @@ Good batches of every kind give the outputs and gradients of stock one-context m
 import mxnet as mx
 import numpy as np
 import pytest
-
-import mxpatch_bind
 from nets import (
     assert_same_state,
     bound_module,
@@ -21,6 +19,8 @@ from nets import (
     random_batch,
     single_device_reference,
 )
+
+import mxpatch_bind
 
 SHAPES = [(2, 3, 8, 10), (3, 3, 6, 6)]
 SYMBOL = conv_net()
@@ -297,7 +297,7 @@ def test_a_stock_bound_module_fed_a_per_device_batch_reshapes_to_per_device(form
 
 
 def test_a_patched_forward_reshapes_a_plain_stock_bound_module_for_a_per_device_batch():
-    from mxpatch_bind.binding import forward_wrapper  # what a Module.forward target runs
+    from mxpatch_bind.module.wrappers import forward_wrapper  # what a Module.forward target runs
     module = mx.mod.Module(SYMBOL, context=[mx.cpu(0), mx.cpu(1)])
     module.bind([("data", (4, 3, 6, 6))], [("softmax_label", (4,))])
     module.set_params(*PARAMS)
@@ -330,7 +330,7 @@ def test_the_patched_forward_finds_the_batch_however_it_is_passed(call):
 
 
 def test_a_patched_forward_refusing_a_batch_leaves_a_plain_module_plain():
-    from mxpatch_bind.binding import forward_wrapper
+    from mxpatch_bind.module.wrappers import forward_wrapper
     module = mx.mod.Module(SYMBOL, context=[mx.cpu(0), mx.cpu(1)])
     module.bind([("data", (4, 3, 6, 6))], [("softmax_label", (4,))])
     module.set_params(*PARAMS)

@@ -284,7 +284,7 @@ def test_a_failure_after_the_bind_at_the_maximum_leaves_the_module_as_constructe
         assert module.binded  # the bind at the maximum has happened: undo it
         raise fault
 
-    from mxpatch_bind import binding
+    from mxpatch_bind.module import binding
     monkeypatch.setattr(binding, "_reshape_per_device", failing_reshape)
     with pytest.raises(type(fault)):
         mod.bind(PER_DEVICE_DATA, PER_DEVICE_LABEL)

@@ -15,12 +15,19 @@ import types
 import mxnet as mx
 import numpy as np
 import pytest
+from nets import (
+    assert_same_state,
+    conv_net,
+    device_batch,
+    device_pairs,
+    fixed_params,
+    module_state,
+    per_device_spec,
+)
 
 import mxpatch_bind
-from mxpatch_bind import executor_group
+from mxpatch_bind.module import executor_group
 from mxpatch_bind.settings import current
-from nets import (assert_same_state, conv_net, device_batch, device_pairs, fixed_params,
-                  module_state, per_device_spec)
 
 CONTEXTS = [mx.cpu(i) for i in range(4)]
 LARGEST = (2, 3, 12, 12)
@@ -231,7 +238,7 @@ def test_a_forked_child_reshapes_on_threads_of_its_own():
         import os, sys, time
         import mxnet as mx
         import mxpatch_bind
-        from mxpatch_bind import executor_group, parallel
+        from mxpatch_bind.module import executor_group, parallel
         sys.path.insert(0, 'tests')
         concurrent = mx.__version__.startswith(executor_group._CONCURRENT_RESHAPE_VERSIONS)
         from nets import conv_net, per_device_spec

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from mxpatch_bind import distributed
-from mxpatch_bind.launch import launch
 from nets import conv_net, single_device_reference
 from processes import alive
+
+from mxpatch_bind.launch import launch
+from mxpatch_bind.module import distributed
 
 # Each test runs a loopback dist_sync job: left out of the inner loop, `pytest -m "not slow"`.
 pytestmark = pytest.mark.slow

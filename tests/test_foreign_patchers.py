@@ -12,10 +12,10 @@ import warnings
 import mxnet as mx
 import pytest
 import wrapt
+from nets import mlp
 
 import mxpatch_bind
 from mxpatch_bind import PatchError
-from nets import mlp
 
 TARGETS = [(mx.mod.Module, "bind"), (mx.mod.Module, "reshape"), (mx.mod.BucketingModule, "bind")]
 
@@ -58,7 +58,7 @@ def _reaches_a_live_wrapper_of_ours(obj):
     return any(getattr(entry, "_self_enabled", None) is not None and entry._self_enabled()
                for entry in wrapt.wrapper_chain(obj)
                if getattr(entry, "_self_wrapper", None) is not None
-               and entry._self_wrapper.__module__ == "mxpatch_bind.binding")
+               and entry._self_wrapper.__module__ == "mxpatch_bind.module.wrappers")
 
 
 def assert_nothing_of_ours_is_live():
@@ -292,7 +292,7 @@ def test_after_a_forced_uninstall_the_dead_wrapper_can_be_taken_out_once_uncover
     assert mxpatch_bind.status().foreign_wrappers == ()
     taken = [r.getMessage() for r in caplog.records if "took a switched-off" in r.getMessage()]
     assert taken == ["mxpatch_bind.uninstall(force=True): took a switched-off wrapper an "
-                     "mxpatch_bind %s at 0x%x running mxpatch_bind.binding.bind_wrapper out of "
+                     "mxpatch_bind %s at 0x%x running mxpatch_bind.module.wrappers.bind_wrapper out of "
                      "mxnet.module.module.Module.bind" % (type(dead).__name__, id(dead))]
 
 

@@ -214,7 +214,8 @@ def test_a_child_forked_while_another_thread_holds_a_settings_or_pool_lock_resha
     # The child reads the settings and takes the reshape pool: a lock its parent's thread
     # held at the fork would never be released there.
     lines = _run("""
-        from mxpatch_bind import parallel, settings
+        from mxpatch_bind import settings
+        from mxpatch_bind.module import parallel
         release = hold_the_lock({'settings': settings, 'parallel': parallel}[%r]._LOCK)
 
         def reshape_on_threads():

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mxpatch_bind
-import mxpatch_bind.io
+import mxpatch_bind.data.io
 from mxpatch_bind import PerDeviceIter
 
 CONTEXTS = [mx.cpu(0), mx.cpu(1)]
@@ -404,7 +404,7 @@ def test_module_predict_returns_rows_in_sample_order(contexts):
 
 
 def test_docstring_examples_run():
-    assert doctest.testmod(mxpatch_bind.io).failed == 0
+    assert doctest.testmod(mxpatch_bind.data.io).failed == 0
 
 
 def test_shuffling_groups_within_eight_batches_by_default_and_arrival_batches_otherwise():

@@ -169,7 +169,7 @@ class Int64Features:
 def large_tensor_build(monkeypatch):
     import mxnet as mx
 
-    from mxpatch_bind import limits
+    from mxpatch_bind.data import limits
     monkeypatch.setattr(mx.runtime, "Features", Int64Features)
     limits.max_array_elements.cache_clear()
     yield limits

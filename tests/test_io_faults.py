@@ -20,8 +20,8 @@ from mxpatch_bind import (
     Input,
     PerDeviceIter,
     WorkerExitedError,
-    batch_loader,
 )
+from mxpatch_bind.data import batch_loader
 
 IMAGE = Input("data", size_axes=(1, 2))
 BOXES = Input("gt_boxes", variable_axes=(0,), pad_value=-1)

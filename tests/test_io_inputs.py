@@ -282,7 +282,7 @@ def test_data_spec_error_is_a_value_error_of_this_package():
 
 @pytest.mark.parametrize("module", ["inputs", "planning", "loading"])
 def test_docstring_examples_of_the_data_modules_run(module):
-    assert doctest.testmod(importlib.import_module("mxpatch_bind." + module)).failed == 0
+    assert doctest.testmod(importlib.import_module("mxpatch_bind.data." + module)).failed == 0
 
 
 @pytest.mark.parametrize("changes", [dict(sizes=[[4, 4]]), dict(label_inputs=[BOXES])])

@@ -253,7 +253,7 @@ def test_workers_send_narrow_samples_and_give_the_declared_dtypes_bit_for_bit():
 
 
 def test_the_worker_packer_narrows_only_where_the_conversion_is_exact():
-    from mxpatch_bind.loading import PerDevicePacker, Slot
+    from mxpatch_bind.data.loading import PerDevicePacker, Slot
     declared = [IMAGE, Input("seg_label", size_axes=(0, 1), pad_value=255),
                 Input("gt_boxes", variable_axes=(0,), pad_value=-1)]
     sample = DecodingBytes([(5, 6)] * 2)[1]  # sample 1 has a box
@@ -278,7 +278,7 @@ def test_the_worker_packer_narrows_only_where_the_conversion_is_exact():
     ([np.zeros(2, np.uint8), np.zeros(2, np.int8)], 0, np.float32),  # no common dtype
 ])
 def test_transfer_dtype(samples, pad_value, expected):
-    from mxpatch_bind.inputs import transfer_dtype
+    from mxpatch_bind.data.inputs import transfer_dtype
     one = Input("x", size_axes=(0,), pad_value=pad_value)
     assert transfer_dtype(one, samples) == expected
 
@@ -322,7 +322,7 @@ def test_the_planned_sampler_counts_the_batches_it_yields_from_its_start(start):
     # gluon's DataLoader reports len(batch_sampler) as its own length.
     from types import SimpleNamespace
 
-    from mxpatch_bind.loading import PlannedSampler
+    from mxpatch_bind.data.loading import PlannedSampler
 
     sampler = PlannedSampler(np.full((10, 2), 3))
     sampler.plans = [SimpleNamespace(device_indices=[[2 * b], [2 * b + 1]],

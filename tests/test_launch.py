@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from mxpatch_bind.launch import launch
 from processes import alive, descendants
+
+from mxpatch_bind.launch import launch
 
 # Each test runs a ps-lite job of processes: left out of the inner loop, `pytest -m "not slow"`.
 pytestmark = pytest.mark.slow

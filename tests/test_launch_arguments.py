@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import mxpatch_bind.launch
 from mxpatch_bind.launch import launch, main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,7 +26,7 @@ def nothing_may_start(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a process was started: {!r}".format(args))
 
-    monkeypatch.setattr(mxpatch_bind.launch.subprocess, "Popen", refuse)
+    monkeypatch.setattr(subprocess, "Popen", refuse)
 
 
 def test_numpy_integers_and_floats_are_accepted():

@@ -9,7 +9,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from mxpatch_bind import _launch_env
 from processes import (
     descendants,
     identify,
@@ -18,6 +17,8 @@ from processes import (
     tcp_peers,
     wait_until_gone,
 )
+
+from mxpatch_bind.launch import env as _launch_env
 
 # Each test runs a ps-lite job of processes: left out of the inner loop, `pytest -m "not slow"`.
 pytestmark = pytest.mark.slow

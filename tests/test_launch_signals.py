@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import descendants, identify, kill_running, running, wait_until_gone
 
 import mxpatch_bind.launch as launch_module
-from processes import descendants, identify, kill_running, running, wait_until_gone
 
 # Each test runs a ps-lite job of processes: left out of the inner loop, `pytest -m "not slow"`.
 pytestmark = pytest.mark.slow

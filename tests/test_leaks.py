@@ -23,7 +23,7 @@ def bind_a_module_subclass(index):
 
 def adopt_a_sequential_subclass(index):
     """A SequentialModule subclass made on the fly, switched per device, and the container."""
-    from mxpatch_bind import sequential
+    from mxpatch_bind.module import sequential
 
     subclass = type("DynamicSeq%d" % index, (mx.mod.SequentialModule,),
                     {"payload": bytearray(1 << 16)})

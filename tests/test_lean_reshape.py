@@ -8,7 +8,7 @@ import pytest
 from nets import conv_net, fixed_params, per_device_spec
 
 import mxpatch_bind
-from mxpatch_bind import executor_group
+from mxpatch_bind.module import executor_group
 
 BASE_SHAPE = (2, 3, 24, 32)
 

@@ -13,10 +13,10 @@ import types
 import mxnet as mx
 import numpy as np
 import pytest
+from nets import conv_net, mlp
 
 import mxpatch_bind
 from mxpatch_bind import UnsupportedMXNetError
-from nets import conv_net, mlp
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -7,10 +7,10 @@ import sys
 
 import mxnet as mx
 import pytest
+from nets import conv_net
 
 import mxpatch_bind
-from mxpatch_bind import memory
-from nets import conv_net
+from mxpatch_bind.module import memory
 
 
 @pytest.fixture

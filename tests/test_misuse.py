@@ -4,11 +4,17 @@ import re
 
 import mxnet as mx
 import pytest
+from nets import (
+    assert_same_state,
+    conv_net,
+    device_batch,
+    device_pairs,
+    module_state,
+    per_device_spec,
+)
+from synthetic import data_pointer
 
 import mxpatch_bind
-from nets import (assert_same_state, conv_net, device_batch, device_pairs, module_state,
-                  per_device_spec)
-from synthetic import data_pointer
 
 CONTEXTS = [mx.cpu(0), mx.cpu(1)]
 SHAPES = [(1, 3, 8, 8), (2, 3, 6, 6)]

@@ -4,7 +4,7 @@ import mxnet as mx
 import pytest
 
 import mxpatch_bind
-from mxpatch_bind import shapes
+from mxpatch_bind.module import shapes
 
 CONTEXTS = [mx.cpu(0), mx.cpu(1)]
 NET = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")

@@ -13,7 +13,7 @@ import pytest
 from nets import conv_net, per_device_spec
 
 import mxpatch_bind
-from mxpatch_bind import parallel
+from mxpatch_bind.module import parallel
 
 
 @pytest.fixture

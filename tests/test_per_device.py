@@ -19,7 +19,7 @@ from nets import (
 )
 
 import mxpatch_bind
-from mxpatch_bind import binding
+from mxpatch_bind.module import binding
 
 SHAPES = [(2, 3, 32, 48), (3, 3, 40, 24), (1, 3, 16, 20), (2, 3, 24, 24)]
 
@@ -519,7 +519,7 @@ def test_a_reshape_back_to_stock_form_reports_stock_shapes_everywhere():
     stock = mx.mod.Module(symbol, context=device_contexts())
     stock.bind([("data", (4, 3, 8, 8))], [("softmax_label", (4,))])
     mod.reshape([("data", (4, 3, 8, 8))], [("softmax_label", (4,))])
-    assert not mxpatch_bind.binding.is_per_device(mod)
+    assert not mxpatch_bind.module.binding.is_per_device(mod)
     assert mod.output_shapes == stock.output_shapes == [("softmax_output", (4, 3))]
     assert mod.data_shapes == stock.data_shapes
 

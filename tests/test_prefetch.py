@@ -207,7 +207,7 @@ def test_a_depth_that_is_not_a_positive_integer_is_refused(depth):
 
 
 def test_the_module_s_examples_run():
-    from mxpatch_bind import prefetch
+    from mxpatch_bind.data import prefetch
     result = doctest.testmod(prefetch)
     assert result.attempted > 0 and result.failed == 0
 
@@ -239,7 +239,7 @@ class StallsAtBatch(mx.io.DataIter):
 
 
 def test_close_returns_in_bounded_time_while_the_wrapped_next_is_stalled():
-    from mxpatch_bind import prefetch
+    from mxpatch_bind.data import prefetch
     stalling = StallsAtBatch(loader(), position=1)
     prefetched = PerDevicePrefetchingIter(stalling)
     prefetched.next()

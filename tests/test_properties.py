@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from nets import conv_features, conv_net, fixed_params, single_device_reference
 
 import mxpatch_bind
-from nets import conv_features, conv_net, fixed_params, single_device_reference
 
 # A fixed, derandomised profile where CI=true, so CI runs the same examples every time.
 settings.register_profile("mxpatch-bind-ci", max_examples=25, deadline=None, derandomize=True,

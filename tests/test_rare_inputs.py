@@ -19,7 +19,8 @@ from nets import (
 )
 
 import mxpatch_bind
-from mxpatch_bind import BatchError, ShapeSpecError, binding, shapes
+from mxpatch_bind import BatchError, ShapeSpecError
+from mxpatch_bind.module import binding, shapes
 
 CONTEXTS = [mx.cpu(0), mx.cpu(1)]
 

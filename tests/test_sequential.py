@@ -326,7 +326,7 @@ def test_a_rebind_failing_on_the_second_module_leaves_the_chain_as_before(contex
 
 
 def test_the_module_s_examples_run():
-    from mxpatch_bind import sequential
+    from mxpatch_bind.module import sequential
     result = doctest.testmod(sequential)
     assert result.attempted > 0 and result.failed == 0
 

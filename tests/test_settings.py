@@ -7,11 +7,12 @@ from collections import Counter
 import mxnet as mx
 import numpy as np
 import pytest
+from nets import conv_net, per_device_spec
 
 import mxpatch_bind
-from mxpatch_bind import SettingsError, executor_group
+from mxpatch_bind import SettingsError
+from mxpatch_bind.module import executor_group
 from mxpatch_bind.settings import current
-from nets import conv_net, per_device_spec
 
 
 @pytest.fixture(autouse=True)

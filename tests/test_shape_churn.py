@@ -18,8 +18,8 @@ from nets import device_batch, device_pairs, per_device_spec
 from synthetic import bar_net, data_pointer
 
 import mxpatch_bind
-from mxpatch_bind import binding
-from mxpatch_bind.executor_group import PerDeviceExecutorGroup
+from mxpatch_bind.module import binding
+from mxpatch_bind.module.executor_group import PerDeviceExecutorGroup
 
 # A dozen (batch, height, width) sizes, as an aspect-ratio-grouped detection loader yields.
 SIZES = [(1, 16, 16), (2, 16, 24), (1, 24, 32), (2, 32, 16), (3, 20, 20), (1, 40, 24),

@@ -6,11 +6,11 @@ import os
 import mxnet as mx
 import numpy as np
 import pytest
+from nets import assert_same_state, conv_net, device_batch, device_pairs, fixed_params, module_state
 
 import mxpatch_bind
-from mxpatch_bind import ShapeSpecError, shapes
-from nets import (assert_same_state, conv_net, device_batch, device_pairs, fixed_params,
-                  module_state)
+from mxpatch_bind import ShapeSpecError
+from mxpatch_bind.module import shapes
 
 PACKAGE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "mxpatch_bind")
@@ -290,7 +290,7 @@ def _assert_statements():
 
 def test_the_package_source_has_no_assert_statements():
     # Input checks must survive ``python -O``, which strips assert statements.
-    assert os.path.isfile(os.path.join(PACKAGE_DIR, "shapes.py"))
+    assert os.path.isfile(os.path.join(PACKAGE_DIR, "module", "shapes.py"))
     assert _assert_statements() == []
 
 

@@ -10,8 +10,6 @@ refused, since the idle devices would have no samples. References: stock one-con
 import mxnet as mx
 import numpy as np
 import pytest
-
-import mxpatch_bind
 from nets import (
     assert_same_state,
     conv_net,
@@ -21,6 +19,8 @@ from nets import (
     random_batch,
     single_device_reference,
 )
+
+import mxpatch_bind
 
 SYMBOL = conv_net()
 # The family's test symbols have no label inputs: the classifier's probabilities alone.

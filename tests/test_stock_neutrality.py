@@ -14,9 +14,9 @@ import mxnet as mx
 import numpy as np
 import pytest
 from mxnet.module.executor_group import DataParallelExecutorGroup
+from nets import conv_net, fixed_params, random_batch
 
 import mxpatch_bind
-from nets import conv_net, fixed_params, random_batch
 
 NUM_CONTEXTS = [1, 2, 3]
 BATCH = 6  # divisible by 1, 2 and 3 contexts, and by work_load_list [1, 2]

@@ -27,15 +27,16 @@ from nets import (
 )
 
 import mxpatch_bind
-from mxpatch_bind import binding, horovod, sequential
+from mxpatch_bind import horovod
+from mxpatch_bind.module import binding, wrappers
 
 TARGETS = [("Module", "bind"), ("Module", "reshape"), ("Module", "forward"),
            ("BucketingModule", "bind"), ("SequentialModule", "bind"),
            ("Module", "init_optimizer"), ("kvstore", "create")]
 OWNERS = {"Module": mx.mod.Module, "BucketingModule": mx.mod.BucketingModule,
           "SequentialModule": mx.mod.SequentialModule, "kvstore": mx.kvstore}
-OUR_WRAPPERS = (binding.bind_wrapper, binding.reshape_wrapper, binding.forward_wrapper,
-                binding.bucketing_bind_wrapper, sequential.bind_wrapper,
+OUR_WRAPPERS = (wrappers.bind_wrapper, wrappers.reshape_wrapper, wrappers.forward_wrapper,
+                wrappers.bucketing_bind_wrapper, wrappers.sequential_bind_wrapper,
                 horovod.init_optimizer_wrapper, horovod.create_wrapper)
 TINY = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
 

@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from nets import assert_same_state, conv_net, fixed_params, module_state
 
 import mxpatch_bind
-from mxpatch_bind import executor_group
-from nets import assert_same_state, conv_net, fixed_params, module_state
+from mxpatch_bind.module import executor_group
 
 CONTEXTS = [mx.cpu(0), mx.cpu(1)]
 FEATURES = 4
@@ -170,7 +170,7 @@ class Transitions(RuleBasedStateMachine):
         return True
 
     def per_device(self):
-        return mxpatch_bind.binding.is_per_device(self.mod)
+        return mxpatch_bind.module.binding.is_per_device(self.mod)
 
     # ------------------------------------------------------------------- rules
     @initialize(form=forms, sizes=sizes_per_device, rows=flat_rows, entry=entries,
@@ -360,7 +360,7 @@ def test_a_transaction_nested_anywhere_inside_one_on_the_same_module_records_not
         monkeypatch):
     # Documented: a transition nested in another is covered by the outer one, also below an
     # unrelated inner transaction (a bucket switch inside a module's forward).
-    from mxpatch_bind import transactions
+    from mxpatch_bind.module import transactions
     first = mx.mod.Module(NET, label_names=None, context=CONTEXTS)
     second = mx.mod.Module(NET, label_names=None, context=CONTEXTS)
     recorded = []
@@ -381,7 +381,7 @@ def test_a_transaction_nested_anywhere_inside_one_on_the_same_module_records_not
 
 
 def test_an_inner_failure_caught_inside_the_outer_transaction_is_left_to_the_outer_one():
-    from mxpatch_bind import transactions
+    from mxpatch_bind.module import transactions
     mod = mx.mod.Module(NET, label_names=None, context=CONTEXTS)
     with transactions.all_or_nothing(mod):
         try:

@@ -14,7 +14,8 @@ import time
 import numpy as np
 import pytest
 
-from mxpatch_bind import Input, PerDeviceIter, _worker_fork
+from mxpatch_bind import Input, PerDeviceIter
+from mxpatch_bind.data import _worker_fork
 
 WAIT_S = 60  # a limit on a hang, never a measurement
 

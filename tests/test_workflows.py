@@ -9,10 +9,10 @@ import warnings
 import mxnet as mx
 import numpy as np
 import pytest
+from synthetic import AnchorStyleLoader, bar_images, bar_net
 
 import mxpatch_bind
 from mxpatch_bind import PerDeviceIter
-from synthetic import AnchorStyleLoader, bar_images, bar_net
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SGD = {"learning_rate": 0.1, "momentum": 0.9}

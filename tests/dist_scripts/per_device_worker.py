@@ -35,7 +35,7 @@ if __name__ == "__main__":
 
 from nets import bound_module, conv_net, device_batch, fixed_params, random_batch  # noqa: E402
 
-from mxpatch_bind import distributed  # noqa: E402
+from mxpatch_bind.module import distributed  # noqa: E402
 
 # Per worker, per device: (batch, channels, height, width). The workers hold 3 and 4 samples,
 # so stock's batch_size * num_workers would give 6 or 8 instead of the job's 7.

@@ -8,7 +8,7 @@ no argument. Planned sizes are checked here instead, before an epoch starts.
 import functools
 import math
 
-from .errors import DataSpecError
+from ..errors import DataSpecError
 
 __all__ = ["max_array_elements", "check_plan"]
 
@@ -23,7 +23,7 @@ def max_array_elements():
 
     Examples
     --------
-    >>> from mxpatch_bind.limits import max_array_elements
+    >>> from mxpatch_bind.data.limits import max_array_elements
     >>> max_array_elements() in (2 ** 31 - 1, (2 ** 63 - 1) // 8)
     True
     """

@@ -17,11 +17,11 @@ import copy
 from mxnet.io import DataDesc
 from mxnet.module import Module, SequentialModule
 
+from ..errors import ShapeSpecError
 from . import binding, shapes
-from .errors import ShapeSpecError
 from .transactions import all_or_nothing
 
-__all__ = ["PerDeviceSequentialModule", "bind_wrapper"]
+__all__ = ["PerDeviceSequentialModule"]
 
 _TAKE_LABELS = SequentialModule.META_TAKE_LABELS
 _AUTO_WIRING = SequentialModule.META_AUTO_WIRING
@@ -148,17 +148,6 @@ def adopt_sequential(module):
         module.__class__ = binding.per_device_class(
             type(module), ((SequentialModule, PerDeviceSequentialModule),))
     return module
-
-
-def bind_wrapper(wrapped, instance, args, kwargs):
-    """What the patched ``SequentialModule.bind`` runs: stock specs go straight to MXNet."""
-    module, method_args = (args[0], args[1:]) if instance is None else (instance, args)
-    data_shapes = method_args[0] if method_args else kwargs.get("data_shapes")
-    label_shapes = method_args[1] if len(method_args) > 1 else kwargs.get("label_shapes")
-    if shapes.spec_form(data_shapes, label_shapes) == shapes.STOCK:
-        return wrapped(*args, **kwargs)
-    # The class's bind holds the one per-device signature; it works on a stock instance.
-    return PerDeviceSequentialModule.bind(module, *method_args, **kwargs)
 
 
 # --------------------------------------------------------------------------- binding

@@ -9,20 +9,24 @@ and keep working after ``uninstall()``.
 
 Every entry point (the free functions, the wrappers, the class methods) reaches
 :func:`_per_device_spec`, which decides "stock or per device" once and parses once; the
-parsed :class:`~mxpatch_bind.shapes.DeviceShapes` is what travels further down, and a module
+parsed :class:`~mxpatch_bind.module.shapes.DeviceShapes` is what travels further down, and a module
 method handed one takes it as it is.
 """
 
-import inspect
 from collections import namedtuple
 from typing import Any, Optional, Sequence, Union
 
 from mxnet import ndarray as nd
-from mxnet.io import DataDesc
 from mxnet.module import BucketingModule, Module
 
 from . import batches, distributed, memory, shapes
 from .executor_group import PerDeviceExecutorGroup
+from .forward import (
+    _expected_inputs,
+    _forward_flat,
+    _spec_for_batch,
+    is_per_device,
+)
 from .shapes import DeviceShapes
 from .transactions import all_or_nothing
 
@@ -144,12 +148,6 @@ def reshape(module: Module, data_shapes: ShapeSpec,
     return _call_per_device(module, "reshape", (spec, None))
 
 
-def is_per_device(module):
-    """Whether ``module`` is a ``Module`` currently bound with per-device shapes."""
-    group = getattr(module, "_exec_group", None)
-    return isinstance(group, PerDeviceExecutorGroup) and group.per_device
-
-
 # --------------------------------------------------------------------------- the one path
 def _per_device_spec(module, data_shapes, label_shapes):
     """The one place a call is classified: ``None`` for a stock spec, else the parsed spec.
@@ -182,7 +180,7 @@ def _call_per_device(module, method, args):
     with all_or_nothing(module):
         adopt_module(module)
         if _overrides_module_method(original_class, method):
-            from .patching import patched  # binding.py is loaded by patching; import late
+            from ..patching import patched  # binding.py is loaded by patching; import late
             with patched():
                 getattr(module, method)(*args)
         else:
@@ -457,239 +455,3 @@ def _overrides_module_method(cls, name):
         if name in vars(klass):
             return True
     return False
-
-
-# --------------------------------------------------------------------------- forward helpers
-def _current_descs(module, field):
-    """The module's descs for ``field`` ('data' or 'label') per device (one list when stock)."""
-    descs = module._data_shapes if field == "data" else module._label_shapes
-    if descs is None:
-        return None
-    return descs if is_per_device(module) else [descs]
-
-
-def _expected_inputs(module):
-    """What a batch must hold for ``module``: names in the executors' order and their ranks."""
-    data = _current_descs(module, "data")[0]
-    labels = _current_descs(module, "label")
-    if labels is not None:
-        label_names = [desc.name for desc in labels[0]]
-        label_ranks = [len(desc.shape) for desc in labels[0]]
-    else:
-        # Bound without labels: a labelled batch may bring them (ranks unknown).
-        label_names = list(module.label_names)
-        label_ranks = [None] * len(label_names)
-    return batches.Expected(len(module._context), [desc.name for desc in data],
-                            [len(desc.shape) for desc in data], label_names, label_ranks)
-
-
-def _spec_for_batch(module, checked):
-    """The spec the devices need for a checked batch, or ``None`` when they already have it.
-
-    Labels count too: a labelled batch on a module bound without labels, or with other label
-    shapes, reshapes, so no device ever trains on labels left from an earlier batch.
-
-    Upstream: mxnet.module.module.Module.forward
-    """
-    checked = _with_idle_devices(module, checked)
-    if is_per_device(module):
-        group = module._exec_group
-        current = (tuple(tuple(tuple(d.shape) for d in device) for device in group.data_shapes),
-                   None if group.label_shapes is None else
-                   tuple(tuple(tuple(d.shape) for d in device) for device in group.label_shapes))
-        wanted_labels = checked.label_shapes if checked.label_shapes is not None else current[1]
-        if (checked.data_shapes, wanted_labels) == current:
-            return None
-    data = _descs_for(module, "data", checked.data_shapes, checked.provide_data)
-    label = None
-    if checked.label_shapes is not None:
-        label = _descs_for(module, "label", checked.label_shapes, checked.provide_label)
-    spec = DeviceShapes(data, label)
-    shapes.check_layouts_agree(spec)  # provide_data DataDescs may bring layouts and dtypes
-    shapes.check_dtypes_agree(spec)
-    batches.check_batch_sizes(spec)
-    return spec
-
-
-def _with_idle_devices(module, checked):
-    """A short batch's shapes completed with the idle devices' current ones: a tester's last
-    batch leaves the devices it has no images for as they are (they run nothing)."""
-    execs = module._exec_group.execs
-    idle = execs[len(checked.data_shapes):]
-    if not idle:
-        return checked
-    expected = _expected_inputs(module)
-
-    def completed(given, names):
-        return tuple(given) + tuple(tuple(tuple(e.arg_dict[name].shape) for name in names)
-                                    for e in idle)
-
-    def padded(provided):
-        return None if provided is None else list(provided) + [None] * len(idle)
-
-    label_shapes = checked.label_shapes
-    if label_shapes is not None:
-        label_shapes = completed(label_shapes, expected.label_names)
-    return checked._replace(data_shapes=completed(checked.data_shapes, expected.data_names),
-                            label_shapes=label_shapes,
-                            provide_data=padded(checked.provide_data),
-                            provide_label=padded(checked.provide_label))
-
-
-def _descs_for(module, field, device_shapes, provided):
-    """One list of DataDesc per device: the arrays' shapes, and the dtype and layout of the
-    batch's provide_* DataDesc where given, else of the module's current inputs."""
-    templates = {}
-    current = _current_descs(module, field)
-    if current:
-        templates = {desc.name: desc for desc in current[0]}
-    expected = _expected_inputs(module)
-    names = expected.data_names if field == "data" else expected.label_names
-    descs = []
-    for device, shapes_ in enumerate(device_shapes):
-        entries = provided[device] if provided and batches.given(provided[device]) else None
-        device_descs = []
-        for position, (name, shape) in enumerate(zip(names, shapes_)):
-            source = entries[position] if entries else templates.get(name)
-            if isinstance(source, DataDesc):
-                device_descs.append(DataDesc(name, shape, source.dtype, source.layout))
-            else:
-                template = templates.get(name)
-                device_descs.append(DataDesc(name, shape, template.dtype, template.layout)
-                                    if template is not None else DataDesc(name, shape))
-        descs.append(device_descs)
-    return descs
-
-
-def _forward_flat(module, data_batch, is_train):
-    """A flat DataBatch: stock forward, or on a per-device module split by ``slices`` when it
-    is exactly the devices' shapes concatenated, else after a reshape back to stock form."""
-    if not is_per_device(module):
-        return Module.forward(module, data_batch, is_train)
-    expected = _expected_inputs(module)
-    batch_shapes = batches.check_flat_batch(data_batch, expected)
-    if not _fits_merged(module, batch_shapes):
-        module.reshape(*_flat_descs(module, data_batch, batch_shapes))
-    if is_per_device(module):
-        return module._exec_group.forward(data_batch, is_train)
-    return Module.forward(module, data_batch, is_train)
-
-
-def _fits_merged(module, batch_shapes):
-    """Whether a flat batch has exactly the devices' shapes concatenated on the batch axis."""
-    group = module._exec_group
-    for index, shape in enumerate(batch_shapes):
-        axis = group.data_layouts[index]
-        per_device = [tuple(device[index].shape) for device in module._data_shapes]
-        if axis < 0:
-            if any(shape != s for s in per_device):
-                return False
-            continue
-        merged = list(per_device[0])
-        merged[axis] = sum(s[axis] for s in per_device)
-        if any(s[:axis] + s[axis + 1:] != per_device[0][:axis] + per_device[0][axis + 1:]
-               for s in per_device) or shape != tuple(merged):
-            return False
-    return True
-
-
-def _flat_descs(module, data_batch, batch_shapes):
-    """Flat (stock) data and label descs for a flat batch, as stock forward derives them.
-
-    Upstream: mxnet.module.module.Module.forward
-    """
-    data = getattr(data_batch, "provide_data", None)
-    if not batches.given(data):
-        data = _descs_for(module, "data", [batch_shapes], None)[0]
-    labels = getattr(data_batch, "label", None)
-    if not (batches.given(labels) and module.label_names):
-        return data, None  # labels the module ignores, as stock does
-    label = getattr(data_batch, "provide_label", None)
-    if not batches.given(label):
-        label = _descs_for(module, "label", [tuple(tuple(a.shape) for a in labels)], None)[0]
-    return data, label
-
-
-# --------------------------------------------------------------------------- wrapt wrappers
-def _split_call(instance, args):
-    """wrapt passes ``instance=None`` when the method is called through the class."""
-    if instance is None:
-        return args[0], args[1:]
-    return instance, args
-
-
-def _shape_args(args, kwargs):
-    data_shapes = args[0] if args else kwargs.get("data_shapes")
-    label_shapes = args[1] if len(args) > 1 else kwargs.get("label_shapes")
-    return data_shapes, label_shapes
-
-
-def bind_wrapper(wrapped, instance, args, kwargs):
-    """What the patched ``Module.bind`` runs: stock specs go straight to the original."""
-    module, method_args = _split_call(instance, args)
-    spec = _per_device_spec(module, *_shape_args(method_args, kwargs))
-    if spec is None:
-        return wrapped(*args, **kwargs)
-    return _bind_per_device(module, spec, _bind_options(module, method_args, kwargs))
-
-
-def reshape_wrapper(wrapped, instance, args, kwargs):
-    """What the patched ``Module.reshape`` runs: stock specs go straight to the original."""
-    module, method_args = _split_call(instance, args)
-    spec = _per_device_spec(module, *_shape_args(method_args, kwargs))
-    if spec is None:
-        return wrapped(*args, **kwargs)
-    _RESHAPE_SIGNATURE.bind(module, *method_args, **kwargs)  # a TypeError as stock gives
-    return _reshape_per_device(module, spec)
-
-
-def forward_wrapper(wrapped, instance, args, kwargs):
-    """What a patched ``Module.forward`` runs: a per-device batch on a plain ``Module`` bound
-    in stock form switches it to the per-device class, which reshapes it to per device;
-    everything else goes straight to the original (a flat batch costs one ``batch_form``)."""
-    module, method_args = _split_call(instance, args)
-    data_batch = method_args[0] if method_args else kwargs.get("data_batch")
-    if (isinstance(module, PerDeviceModule) or not isinstance(module, Module)
-            or _stock_forward_takes(data_batch)):
-        return wrapped(*args, **kwargs)
-    with all_or_nothing(module):
-        adopt_module(module)
-        return module.forward(*method_args, **kwargs)
-
-
-def _stock_forward_takes(data_batch):
-    """Whether stock ``Module.forward`` handles this batch as it is: a flat batch, or a
-    pre-sliced list of batches whose data shapes are all equal (stock asserts they are)."""
-    form = shapes.batch_form(data_batch)
-    if form != shapes.BATCH_LIST:
-        return form == shapes.STOCK
-    first = _data_shapes_of(data_batch[0])
-    return first is not None and all(_data_shapes_of(b) == first for b in data_batch[1:])
-
-
-def _data_shapes_of(batch):
-    data = getattr(batch, "data", None)
-    if not isinstance(data, (list, tuple)) or not all(hasattr(a, "shape") for a in data):
-        return None  # malformed: the per-device path names what is wrong
-    return [tuple(a.shape) for a in data]
-
-
-# The options of a call, named as PerDeviceModule's methods (signatures written once) name them.
-_BIND_SIGNATURE = inspect.signature(PerDeviceModule.bind)
-_RESHAPE_SIGNATURE = inspect.signature(PerDeviceModule.reshape)
-
-
-def _bind_options(module, method_args, kwargs):
-    call = _BIND_SIGNATURE.bind(module, *method_args, **kwargs)
-    call.apply_defaults()
-    return BindOptions(*(call.arguments[name] for name in BindOptions._fields))
-
-
-def bucketing_bind_wrapper(wrapped, instance, args, kwargs):
-    """What the patched ``BucketingModule.bind`` runs: stock bind, then keep per-device buckets
-    binding per device after ``uninstall()``."""
-    module, _ = _split_call(instance, args)
-    result = wrapped(*args, **kwargs)
-    if isinstance(getattr(module, "_curr_module", None), PerDeviceModule):
-        adopt_module(module)
-    return result

@@ -11,7 +11,7 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 
-from . import _launch_env
+from . import env as _launch_env
 
 
 def count(name, value, minimum):

@@ -12,8 +12,8 @@ from collections import namedtuple
 import numpy as np
 from mxnet.ndarray import NDArray
 
+from ..errors import BatchError
 from . import shapes
-from .errors import BatchError
 
 __all__ = ["Expected", "Checked", "check_device_batch", "check_short_batch", "check_flat_batch",
            "check_batch_sizes", "given"]
@@ -40,10 +40,10 @@ def check_device_batch(data_batch, form, expected):
     Parameters
     ----------
     data_batch : DataBatch or list of DataBatch
-        A batch of form :data:`~mxpatch_bind.shapes.DEVICE_LISTS` or
-        :data:`~mxpatch_bind.shapes.BATCH_LIST`.
+        A batch of form :data:`~mxpatch_bind.module.shapes.DEVICE_LISTS` or
+        :data:`~mxpatch_bind.module.shapes.BATCH_LIST`.
     form : str
-        What :func:`~mxpatch_bind.shapes.batch_form` said of it.
+        What :func:`~mxpatch_bind.module.shapes.batch_form` said of it.
     expected : Expected
         The module's inputs.
 

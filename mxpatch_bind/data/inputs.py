@@ -12,7 +12,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from .errors import DataSpecError
+from ..errors import DataSpecError
 
 __all__ = ["Input", "DataSpecError", "check_dtype", "check_inputs", "as_array", "as_fields",
            "check_fields", "sample_size", "pack_device", "MXNET_DTYPES"]

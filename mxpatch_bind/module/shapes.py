@@ -13,7 +13,7 @@ import math
 import numbers
 from collections import namedtuple
 
-from .errors import ShapeSpecError
+from ..errors import ShapeSpecError
 
 __all__ = ["STOCK", "PER_DEVICE", "DEVICE_LISTS", "BATCH_LIST", "MAX_DIM", "spec_form",
            "batch_form", "parse_device_shapes", "check_layouts_agree", "check_dtypes_agree",

@@ -1,7 +1,7 @@
 """The per-device executor group: one executor per context, each with its own shapes (private).
 
 A subclass of MXNet's ``DataParallelExecutorGroup``. Handed a
-:class:`~mxpatch_bind.shapes.DeviceShapes` it binds executor i with device i's shapes; handed
+:class:`~mxpatch_bind.module.shapes.DeviceShapes` it binds executor i with device i's shapes; handed
 a flat list (stock form) it behaves exactly as its base class, so a module can move between
 the two forms by ``reshape``.
 
@@ -32,9 +32,9 @@ from mxnet.executor import Executor
 from mxnet.module.executor_group import DataParallelExecutorGroup, _merge_multi_context
 from mxnet.ndarray import NDArray, _ndarray_cls
 
+from ..settings import current as current_settings
 from . import batches, shapes
 from .parallel import call_all
-from .settings import current as current_settings
 from .shapes import DeviceShapes
 
 __all__ = ["PerDeviceExecutorGroup"]
@@ -75,12 +75,13 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
     logger, fixed_param_names, grad_req, state_names, group2ctxs
         As for ``mxnet.module.executor_group.DataParallelExecutorGroup``.
     device_shapes : DeviceShapes
-        The per-device data and label shapes (from :func:`mxpatch_bind.shapes.parse_device_shapes`).
+        The per-device data and label shapes (from
+        :func:`mxpatch_bind.module.shapes.parse_device_shapes`).
 
     Examples
     --------
     >>> import mxnet as mx
-    >>> from mxpatch_bind.shapes import parse_device_shapes
+    >>> from mxpatch_bind.module.shapes import parse_device_shapes
     >>> sym = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=2, name='fc')
     >>> spec = parse_device_shapes([[('data', (1, 4))], [('data', (3, 4))]], None,
     ...                            ['data'], [], 2)

@@ -7,11 +7,11 @@ from typing import Any, List, Optional, Sequence
 import mxnet as mx
 import numpy as np
 
+from ..errors import DataLoadError
 from . import batch_loader as _batch_loader
 from . import inputs as _inputs
 from . import limits as _limits
 from . import planning as _planning
-from .errors import DataLoadError
 from .inputs import DataSpecError, Input
 from .planning import PaddingStats
 

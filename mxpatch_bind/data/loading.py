@@ -10,9 +10,9 @@ order, so workers change nothing but the speed.
 import struct
 from typing import NamedTuple, Tuple
 
+from ..errors import DataLoadError
 from . import _worker_fork
 from . import inputs as _inputs
-from .errors import DataLoadError
 
 __all__ = ["Slot", "PlannedSampler", "KeyedDataset", "PerDevicePacker", "make_loader",
            "image_size"]
@@ -101,7 +101,7 @@ class PerDevicePacker:
     CPU memory, as gluon's own multiprocess batchify makes them, so that they reach
     the main process as file descriptors instead of being pickled through a pipe. They
     are packed in the samples' own dtype where that is narrower and converts exactly
-    (:func:`mxpatch_bind.inputs.transfer_dtype`): fresh shared memory costs per byte, and
+    (:func:`mxpatch_bind.data.inputs.transfer_dtype`): fresh shared memory costs per byte, and
     the receiver converts to the declared dtype in the copy it makes anyway.
     """
 
@@ -174,7 +174,7 @@ def image_size(path: str) -> Tuple[int, int]:
     Examples
     --------
     >>> import os, struct, tempfile, zlib
-    >>> from mxpatch_bind.loading import image_size
+    >>> from mxpatch_bind.data.loading import image_size
     >>> def chunk(tag, body):
     ...     return (struct.pack(">I", len(body)) + tag + body
     ...             + struct.pack(">I", zlib.crc32(tag + body)))

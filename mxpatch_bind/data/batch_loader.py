@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
+from ..errors import DataLoadError, DataSpecError, WorkerExitedError
 from . import loading as _loading
-from .errors import DataLoadError, DataSpecError, WorkerExitedError
 
 __all__ = ["BatchLoader"]
 

@@ -31,7 +31,7 @@ def is_sync_dist(kvstore):
 
     Examples
     --------
-    >>> from mxpatch_bind.distributed import is_sync_dist
+    >>> from mxpatch_bind.module.distributed import is_sync_dist
     >>> is_sync_dist('dist_device_sync'), is_sync_dist('dist_async'), is_sync_dist(None)
     (True, False, False)
     """
