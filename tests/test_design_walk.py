@@ -88,3 +88,21 @@ def test_the_documented_walks_are_the_calls_the_code_makes():
     traced = walks()
     for name, calls in traced.items():
         assert documented(name) == calls, "\n".join(["%s, as traced:" % name] + calls)
+
+
+def test_the_data_folder_imports_nothing_of_the_module_folder():
+    import ast
+
+    data = Path(mxpatch_bind.__file__).parent / "data"
+    found = []
+    for path in sorted(data.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                target = "." * node.level + (node.module or "")
+                names = [alias.name for alias in node.names]
+                if (target.startswith("..module") or target == "mxpatch_bind.module"
+                        or target.startswith("mxpatch_bind.module.")
+                        or (target == ".." and "module" in names)):
+                    found.append("%s:%d" % (path.name, node.lineno))
+    assert len(list(data.glob("*.py"))) >= 8
+    assert found == []
