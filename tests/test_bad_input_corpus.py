@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import mxnet as mx
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from nets import assert_same_state, conv_net, fixed_params, module_state
@@ -26,7 +27,7 @@ SYMBOL = conv_net()
 PARAMS = fixed_params(SYMBOL, (1, 3, 6, 6))
 GOOD_DATA = [[("data", (2, 3, 6, 6))], [("data", (1, 3, 5, 7))]]
 GOOD_LABEL = [[("softmax_label", (2,))], [("softmax_label", (1,))]]
-CORPUS = settings(max_examples=150, deadline=None, database=None,
+CORPUS = settings(max_examples=examples(150), deadline=None, database=None,
                   suppress_health_check=[HealthCheck.function_scoped_fixture,
                                          HealthCheck.too_slow, HealthCheck.filter_too_much])
 

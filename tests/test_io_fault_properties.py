@@ -17,6 +17,7 @@ import os
 import mxnet as mx
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,8 +27,8 @@ IMAGE = Input("data", size_axes=(1, 2))
 ON_CI = os.environ.get("CI", "").lower() == "true"
 COMMON = dict(deadline=None, derandomize=ON_CI, database=None if ON_CI else settings().database,
               suppress_health_check=[HealthCheck.too_slow])
-IN_PROCESS = settings(max_examples=200 if ON_CI else 30, **COMMON)
-WITH_WORKERS = settings(max_examples=12 if ON_CI else 3, **COMMON)
+IN_PROCESS = settings(max_examples=examples(200), **COMMON)
+WITH_WORKERS = settings(max_examples=examples(12), **COMMON)
 
 
 class Samples:

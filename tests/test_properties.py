@@ -10,6 +10,7 @@ import os
 import mxnet as mx
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nets import conv_features, conv_net, fixed_params, single_device_reference
@@ -21,9 +22,9 @@ settings.register_profile("mxpatch-bind-ci", max_examples=25, deadline=None, der
                           database=None)
 _BASE = (settings.get_profile("mxpatch-bind-ci")
          if os.environ.get("CI", "").lower() == "true" else settings())
-FAST = settings(_BASE, max_examples=30, deadline=None,
+FAST = settings(_BASE, max_examples=examples(30), deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-MALFORMED = settings(FAST, max_examples=10)  # per kind of corruption
+MALFORMED = settings(FAST, max_examples=examples(10))  # per kind of corruption
 
 LABELLED = conv_net()
 UNLABELLED = conv_features()

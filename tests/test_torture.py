@@ -12,6 +12,7 @@ import mxnet as mx
 import numpy as np
 import pytest
 import wrapt
+from budget import examples
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -241,7 +242,8 @@ class PatchLifecycle(RuleBasedStateMachine):
 
 
 TestPatchLifecycle = PatchLifecycle.TestCase
-TestPatchLifecycle.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+TestPatchLifecycle.settings = settings(max_examples=examples(60), stateful_step_count=30,
+                                       deadline=None)
 
 
 # --------------------------------------------------------------------------- (b) threads

@@ -17,6 +17,7 @@ import threading
 import mxnet as mx
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -237,9 +238,10 @@ class Transitions(RuleBasedStateMachine):
                    for out, ref in zip(self.outputs(), expected_outputs(inputs)))
 
 
-# 300 examples of up to 8 steps on a one-layer net; CI=true derandomises them.
+# 300 examples (on CI; the inner loop a fifth) of up to 8 steps on a one-layer net; CI=true
+# derandomises them.
 Transitions.TestCase.settings = settings(
-    max_examples=300, stateful_step_count=8, deadline=None,
+    max_examples=examples(300), stateful_step_count=8, deadline=None,
     derandomize=os.environ.get("CI", "").lower() == "true", database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 test_random_transitions_are_all_or_nothing = Transitions.TestCase
