@@ -102,6 +102,17 @@ def test_one_worker_trains_exactly_as_mxnet_local_store(one_worker):
         assert np.array_equal(arg_params(ours)[name], value), name
 
 
+def test_init_optimizer_called_through_the_class_is_weighted_too(one_worker, monkeypatch):
+    # Two workers holding the same samples: every sum doubles.
+    hvd = sys.modules["horovod.mxnet"]
+    monkeypatch.setattr(hvd, "size", lambda: 2)
+    monkeypatch.setattr(hvd, "allreduce_", lambda tensor, **_: tensor.__imul__(2))
+    mod = bound_module(conv_net(), SHAPES, params())
+    mx.mod.Module.init_optimizer(mod, "horovod", "sgd", OPTIMIZER_PARAMS)
+
+    assert type(mod._kvstore) is HorovodKVStore and mod._optimizer.rescale_grad == 1.0 / 10
+
+
 def test_every_parameter_is_broadcast_once_and_every_gradient_allreduced_as_a_sum(one_worker):
     mod = train("horovod", steps=1)
 
