@@ -272,7 +272,7 @@ def test_a_child_whose_launcher_died_before_it_set_the_death_signal_kills_itself
     # launcher died between fork and prctl), runs it and dies by SIGKILL.
     script = (
         "import os, signal\n"
-        "from mxpatch_bind.launch import _die_with_launcher\n"
+        "from mxpatch_bind.launch.nodes import _die_with_launcher\n"
         "hook = _die_with_launcher()\n"
         "child = os.fork()\n"
         "if child == 0:\n"

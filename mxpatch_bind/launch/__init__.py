@@ -48,20 +48,10 @@ from .._mxnet_env import check_without_importing
 from . import args as _launch_args
 from . import env as _launch_env
 from .env import LOOPBACK
+from .nodes import _POLL_S, _PROG, _free_port, _Node, _Output, _SignalFlag, _Watchdog
 
 __all__ = ["launch", "main", "add_arguments", "run"]
 
-from .nodes import (  # noqa: F401  (_die_with_launcher: the children's import of it)
-    _POLL_S,
-    _PROG,
-    _STOP_SIGNALS,
-    _die_with_launcher,
-    _free_port,
-    _Node,
-    _Output,
-    _SignalFlag,
-    _Watchdog,
-)
 
 # The exit status coreutils' ``timeout`` uses, so that scripts recognise it.
 _EXIT_TIMEOUT = 124
