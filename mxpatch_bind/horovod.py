@@ -138,9 +138,7 @@ class HorovodKVStore(_BASE):  # type: ignore[misc, valid-type]
     def init(self, key, value):
         """Keeps rank 0's ``value`` under ``key`` and writes it into ``value`` on every worker."""
         for name, arrays in _pairs(key, value):
-            self._stored[name] = self._from_rank0(name, arrays[0])
-            for array in arrays:
-                self._stored[name].copyto(array)
+            self._stored[name] = self.from_rank0(name, arrays)
 
     def broadcast(self, key, value, out, priority=0):
         """Keeps rank 0's ``value`` under ``key`` and writes it into every array of ``out``."""
@@ -188,9 +186,13 @@ class HorovodKVStore(_BASE):  # type: ignore[misc, valid-type]
                              priority=priority)
         return total
 
-    def _from_rank0(self, name, array):
-        value = array.copyto(mx.cpu())
+    def from_rank0(self, name, arrays):
+        """Writes rank 0's ``arrays[0]`` into every array of ``arrays`` on every worker; returns
+        it, on the CPU. Collective: every worker calls it with the same ``name``."""
+        value = arrays[0].copyto(mx.cpu())
         self._hvd.broadcast_(value, root_rank=0, name="mxpatch_bind.init.%s" % name)
+        for array in arrays:
+            value.copyto(array)
         return value
 
     def _kept(self, name):
@@ -350,10 +352,10 @@ def _init_optimizer_arguments(args, kwargs):
 
 def _share_rank0_aux_states(module, store):
     """Rank 0's auxiliary states (BatchNorm's moving statistics) on every worker's devices;
-    the store's ``init`` has already done so for the parameters."""
+    the store's ``init`` has already done so for the parameters (and keeps those)."""
     group = module._exec_group
     for name, devices in zip(module._aux_names, group.aux_arrays):
-        store.init("aux:%s" % name, [module._aux_params[name]] + list(devices))
+        store.from_rank0("aux:%s" % name, [module._aux_params[name]] + list(devices))
 
 
 def _will_init(module, force_init):
