@@ -6,15 +6,15 @@ worker 0's devices hold 1 and 2 samples, worker 1's 3 and 1, all of different im
 The jobs run once per module, all at the same time, and the tests read what they wrote.
 """
 
-import importlib.util
+import functools
 import io
 import re
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+from dist_jobs import assert_params_close, load_script, params_named, run_concurrently
 from nets import conv_net, single_device_reference
 from processes import alive
 
@@ -34,14 +34,7 @@ STEPS = 3
 STARTED = re.compile(r"(scheduler|server \d+|worker \d+) \(pid (\d+)\)")
 
 
-def _load_worker_module():
-    spec = importlib.util.spec_from_file_location("per_device_worker", str(WORKER))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-worker = _load_worker_module()
+worker = load_script(WORKER)
 SHARDS = worker.SHARDS
 LOCAL_TOTALS = [sum(shape[0] for shape in shapes) for shapes in SHARDS]
 GLOBAL_TOTAL = sum(LOCAL_TOTALS)
@@ -76,23 +69,11 @@ def jobs(tmp_path_factory):
         "given_rescale": ("dist_sync", "rescale-grad", str(GIVEN_RESCALE)),
         "dying": ("dist_sync", "die-after-init", "1"),
     }
-    done = {}
     # mktemp is not thread-safe: make the folders here, run the jobs in threads.
     out_dirs = {name: tmp_path_factory.mktemp(name) for name in plans}
-
-    def run(name, args):
-        done[name] = Job(args[0], out_dirs[name], *args[1:])
-
-    threads = [threading.Thread(target=run, args=item) for item in plans.items()]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return done
-
-
-def params_named(record, prefix):
-    return {key[len(prefix):]: value for key, value in record.items() if key.startswith(prefix)}
+    return run_concurrently({
+        name: functools.partial(Job, args[0], out_dirs[name], *args[1:])
+        for name, args in plans.items()})
 
 
 def one_step_reference(rescale_grad=1.0 / GLOBAL_TOTAL):
@@ -124,12 +105,6 @@ def all_shards_on_four_contexts():
              for index, shapes in enumerate(SHARDS) for device in range(len(shapes))]))
         mod.update()
     return {name: value.asnumpy() for name, value in mod.get_params()[0].items()}
-
-
-def assert_params_close(got, expected):
-    assert sorted(got) == sorted(expected)
-    for name, value in expected.items():
-        np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 # --------------------------------------------------------------------------- dist_sync

@@ -9,6 +9,7 @@ Horovod is built from source (docs/distributed.md gives the command; .ci/run bui
 ``horovod.mxnet`` or ``horovodrun`` is missing, the tests skip and say so.
 """
 
+import functools
 import importlib.util
 import os
 import signal
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dist_jobs import assert_params_close, load_script, params_named, run_concurrently
 from nets import bound_module, conv_net, device_batch
 from processes import descendants, identify, kill_running, wait_until_gone
 
@@ -43,14 +45,7 @@ JOB_TIMEOUT_S = 180
 STEPS = 3
 
 
-def _load_worker_module():
-    spec = importlib.util.spec_from_file_location("horovod_worker", str(WORKER))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-worker = _load_worker_module()
+worker = load_script(WORKER)
 
 
 class Job:
@@ -95,22 +90,10 @@ def jobs(tmp_path_factory):
              "stock": ("stock", 2),
              "given_rescale": ("given-rescale", 2),
              "distributed_optimizer": ("distributed-optimizer", 2)}
+    # mktemp is not thread-safe: make the folders here, run the jobs in threads.
     out_dirs = {name: tmp_path_factory.mktemp(name) for name in plans}
-    done = {}
-
-    def run(name):
-        done[name] = Job(*plans[name], out_dirs[name])
-
-    threads = [threading.Thread(target=run, args=(name,)) for name in plans]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return done
-
-
-def params_named(record, prefix):
-    return {key[len(prefix):]: value for key, value in record.items() if key.startswith(prefix)}
+    return run_concurrently({name: functools.partial(Job, *plans[name], out_dirs[name])
+                             for name in plans})
 
 
 def one_context_per_shard(workers, steps):
@@ -129,12 +112,6 @@ def one_context_per_shard(workers, steps):
         mod.update()
         after.append({name: value.asnumpy() for name, value in mod.get_params()[0].items()})
     return after[0], after[-1]
-
-
-def assert_params_close(got, expected):
-    assert sorted(got) == sorted(expected)
-    for name, value in expected.items():
-        np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 def total_samples(workers):
