@@ -17,14 +17,13 @@ import os
 import mxnet as mx
 import numpy as np
 import pytest
-from budget import examples
+from budget import ON_CI, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mxpatch_bind import DataLoadError, DataSpecError, Input, PerDeviceIter, WorkerExitedError
 
 IMAGE = Input("data", size_axes=(1, 2))
-ON_CI = os.environ.get("CI", "").lower() == "true"
 COMMON = dict(deadline=None, derandomize=ON_CI, database=None if ON_CI else settings().database,
               suppress_health_check=[HealthCheck.too_slow])
 IN_PROCESS = settings(max_examples=examples(200), **COMMON)

@@ -5,12 +5,11 @@ per-device outputs and parameter gradients exactly equal to stock one-context mo
 specs with one random corruption always raise ``ShapeSpecError`` and change nothing.
 """
 
-import os
 
 import mxnet as mx
 import numpy as np
 import pytest
-from budget import examples
+from budget import ON_CI, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nets import conv_features, conv_net, fixed_params, single_device_reference
@@ -20,8 +19,7 @@ import mxpatch_bind
 # A fixed, derandomised profile where CI=true, so CI runs the same examples every time.
 settings.register_profile("mxpatch-bind-ci", max_examples=25, deadline=None, derandomize=True,
                           database=None)
-_BASE = (settings.get_profile("mxpatch-bind-ci")
-         if os.environ.get("CI", "").lower() == "true" else settings())
+_BASE = settings.get_profile("mxpatch-bind-ci") if ON_CI else settings()
 FAST = settings(_BASE, max_examples=examples(30), deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 MALFORMED = settings(FAST, max_examples=examples(10))  # per kind of corruption

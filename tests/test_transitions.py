@@ -11,13 +11,12 @@ shapes and its outputs match a numpy reference.
 """
 
 import contextlib
-import os
 import threading
 
 import mxnet as mx
 import numpy as np
 import pytest
-from budget import examples
+from budget import ON_CI, examples
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -242,7 +241,7 @@ class Transitions(RuleBasedStateMachine):
 # derandomises them.
 Transitions.TestCase.settings = settings(
     max_examples=examples(300), stateful_step_count=8, deadline=None,
-    derandomize=os.environ.get("CI", "").lower() == "true", database=None,
+    derandomize=ON_CI, database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 test_random_transitions_are_all_or_nothing = Transitions.TestCase
 
