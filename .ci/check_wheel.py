@@ -9,7 +9,9 @@ import zipfile
 
 # Top-level folders that belong in the sdist only (the wheel is the library and the plugin).
 SOURCE_ONLY = ("benchmarks/", "tests/", "examples/", "docs/")
-REQUIRED = ("mxpatch_bind/__init__.py", "mxpatch_bind/py.typed")
+# fork_revisions.json: migrate's fingerprints of the fork, package data (setup.cfg, MANIFEST.in).
+REQUIRED = ("mxpatch_bind/__init__.py", "mxpatch_bind/py.typed",
+            "mxpatch_bind/fork_revisions.json")
 ENTRY_POINTS = {
     "console_scripts": {"mxpatch-bind": "mxpatch_bind.__main__:main"},
     "pytest11": {"mxpatch_bind": "mxpatch_bind.pytest_plugin"},

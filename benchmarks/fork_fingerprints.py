@@ -1,11 +1,11 @@
-"""Recompute ``mxpatch_bind/_fork_revisions.py`` from the family's git mirrors.
+"""Recompute ``mxpatch_bind/fork_revisions.json`` from the family's git mirrors.
 
-    python benchmarks/fork_fingerprints.py /work/.mirror > mxpatch_bind/_fork_revisions.py
+    python benchmarks/fork_fingerprints.py /work/.mirror > mxpatch_bind/fork_revisions.json
 
 Reads every vendored ``module.py`` / ``DataParallelExecutorGroup.py`` (recognised by content,
 as ``migrate`` does) at each mirror's HEAD, and ijkguo/mx-rcnn's ``rcnn/core/module.py`` at
 every commit that touched it; groups the copies whose methods and signatures are the same
-into one revision; and prints the data module that ships (method names, parameters,
+into one revision; and prints the data file that ships (its keys: ``mxpatch_bind._migrate_fork``) (method names, parameters,
 defaults: no code of the copies). Which revisions ``compat`` covers is decided below, by
 hand, from reading each copy (``COVERAGE``). Not part of the test suite: it needs the
 mirrors.
@@ -14,8 +14,8 @@ mirrors.
 from __future__ import annotations
 
 import ast
+import json
 import os
-import pprint
 import subprocess
 import sys
 
@@ -123,43 +123,10 @@ def revisions(root):
     return out
 
 
-HEADER = '''# ruff: noqa: E501 (one signature per line, as generated)
-"""Fingerprints of the fork's revisions seen in the family (generated: do not edit by hand).
-
-Regenerate with ``python benchmarks/fork_fingerprints.py /work/.mirror``. Per revision: the
-kind of file, each method's signature (names, parameters, defaults; no code), where it was
-seen (``repo:path@commit``), whether ``mxpatch_bind.compat`` with stock MXNet covers it, what
-it adds when it does not, and its default ``rescale_grad`` (``'devices'``: 1/number of
-devices, the fork's executor group; ``'samples'``: stock Module's 1/total samples).
-"""
-
-from typing import Any, Dict
-
-REVISIONS: Dict[str, Dict[str, Any]] = '''
-
-
-def formatted(found):
-    """The revisions as Python source: one line per method, so diffs read per signature."""
-    lines = ["{"]
-    for name, revision in sorted(found.items()):
-        lines.append("    %r: {" % name)
-        for key in ("kind", "covered", "rescale_grad_default", "note"):
-            lines.append("        %r: %s," % (key, pprint.pformat(revision[key], width=80)
-                                              .replace("\n", "\n        ")))
-        lines.append("        'seen_in': [")
-        lines += ["            %r," % where for where in revision["seen_in"]]
-        lines.append("        ],")
-        lines.append("        'methods': {")
-        lines += ["            %r: %r," % item for item in sorted(revision["methods"].items())]
-        lines.append("        },")
-        lines.append("    },")
-    lines.append("}")
-    return "\n".join(lines)
-
-
 def main(argv):
     root = argv[1] if len(argv) > 1 else "/work/.mirror"
-    sys.stdout.write(HEADER + formatted(revisions(root)) + "\n")
+    # One key per line, sorted, so that a regenerated file diffs per signature.
+    sys.stdout.write(json.dumps(revisions(root), indent=1, sort_keys=True) + "\n")
     return 0
 
 

@@ -11,7 +11,7 @@ import mxnet as mx
 import pytest
 
 from mxpatch_bind import _migrate_checks, _migrate_fork, migrate
-from mxpatch_bind._fork_revisions import REVISIONS
+from mxpatch_bind._migrate_fork import REVISIONS
 
 FIT_STOCK = ("self, train_data, eval_data=None, eval_metric='acc', epoch_end_callback=None, "
              "batch_end_callback=None, kvstore='local', optimizer='sgd', optimizer_params="
