@@ -27,7 +27,16 @@ if TYPE_CHECKING:
     from .data.loading import image_size
     from .data.prefetch import PerDevicePrefetchingIter
     from .module.binding import bind, reshape
-    from .patching import PatchStatus, install, is_installed, patched, status, uninstall
+    from .patching import (
+        PatchStatus,
+        TargetInfo,
+        describe_targets,
+        install,
+        is_installed,
+        patched,
+        status,
+        uninstall,
+    )
     from .settings import Settings, configure
 
 __all__ = [
@@ -37,6 +46,8 @@ __all__ = [
     "is_installed",
     "status",
     "PatchStatus",
+    "describe_targets",
+    "TargetInfo",
     "bind",
     "reshape",
     "PerDeviceIter",
@@ -65,12 +76,12 @@ _LAZY = {"bind": "module.binding", "reshape": "module.binding", "PerDeviceIter":
          "PerDevicePrefetchingIter": "data.prefetch",
          "configure": "settings", "Settings": "settings",
          **dict.fromkeys(["install", "uninstall", "patched", "is_installed", "status",
-                          "PatchStatus"], "patching")}
+                          "PatchStatus", "describe_targets", "TargetInfo"], "patching")}
 
 
 def __getattr__(name):
     if name not in _LAZY:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:
         module = importlib.import_module("." + _LAZY[name], __name__)
     except (ImportError, AttributeError, OSError) as error:

@@ -298,11 +298,11 @@ def check_distribution(distributions: Sequence[Tuple[str, str]]) -> Check:
 
 def check_supported(mx: Any) -> Check:
     """Whether :func:`mxpatch_bind.install` accepts this MXNet without ``force=True``."""
-    from . import patching
-    problems = patching.check_mxnet(mx)
+    from ._targets import SUPPORTED_VERSIONS, check_mxnet
+    problems = check_mxnet(mx)
     if problems:
         return Check("supported", "FAIL", "; ".join(problems))
-    low, high = patching.SUPPORTED_VERSIONS
+    low, high = SUPPORTED_VERSIONS
     return Check("supported", "ok", "MXNet %s is in %d.%d-%d.%d.x and its methods take the "
                  "expected parameters" % ((mx.__version__,) + low + high))
 
@@ -346,21 +346,13 @@ def check_foreign_patches() -> Check:
     Walks each method's whole wrapt chain, so it reports wrappers put on top of ours (what
     ``status().foreign_wrappers`` lists) and those put on before ours, or with ours absent.
     """
-    import wrapt
-
-    from . import patching
+    from .patching import describe_targets
     found: List[str] = []
-    for target in patching.TARGETS:
-        name = patching._target_name(target)
-        ours = patching._state.handles.get(target)  # our FunctionWrapper while installed
-        chain = list(wrapt.wrapper_chain(patching._current(target)))
-        found.extend("%s: %r" % (name, entry) for entry in chain[:-1] if entry is not ours)
-        innermost = chain[-1]
-        # MXNet 1.7+ defines kvstore.create in mxnet.kvstore.base and exports it from the package.
-        defined_in = getattr(innermost, "__module__", None) or ""
-        if (defined_in != target.module and not defined_in.startswith(target.module + ".")
-                or getattr(innermost, "__qualname__", None) != patching.qualified_name(target)):
-            found.append("%s: %r is not MXNet's own function" % (name, innermost))
+    for info in describe_targets():
+        found.extend(f"{info.name}: {entry!r}" for entry in info.chain[:-1]
+                     if entry is not info.ours)
+        if not info.original:
+            found.append(f"{info.name}: {info.chain[-1]!r} is not MXNet's own function")
     if found:
         return Check("foreign patches", "FAIL", "something else patched MXNet", found)
     return Check("foreign patches", "ok", "none on %s" % _method_names())
@@ -400,9 +392,8 @@ def check_self_test(mx: Any, devices: Sequence[Tuple[str, int]]) -> Check:
 
 def check_restored(before: Dict[Any, Any]) -> Check:
     """Whether leaving ``patched()`` put back the very objects that were there before."""
-    from . import patching
-    changed = ["%s is %r, was %r" % (patching._target_name(target), now, before[target])
-               for target, now in _current_methods().items() if now is not before[target]]
+    changed = [f"{name} is {now!r}, was {before[name]!r}"
+               for name, now in _current_methods().items() if now is not before[name]]
     if changed:
         return Check("restored", "FAIL", "the patch was not removed", changed)
     return Check("restored", "ok", "%s are the objects they were before the self-test"
@@ -434,14 +425,14 @@ def _feature_enabled(mx: Any, name: str) -> bool:
 
 
 def _method_names() -> str:
-    from . import patching
-    return ", ".join("%s.%s" % (t.owner or t.module.rpartition(".")[2], t.attribute)
-                     for t in patching.TARGETS)
+    from .patching import describe_targets
+    return ", ".join(info.short_name for info in describe_targets())
 
 
-def _current_methods() -> Dict[Any, Any]:
-    from . import patching
-    return {target: patching._current(target) for target in patching.TARGETS}
+def _current_methods() -> Dict[str, Any]:
+    """What each patched method's class holds now, by the method's name."""
+    from .patching import describe_targets
+    return {info.name: info.chain[0] for info in describe_targets()}
 
 
 # --------------------------------------------------------------------------- self-test

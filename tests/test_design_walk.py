@@ -20,7 +20,7 @@ DESIGN = Path(__file__).resolve().parents[1] / "docs" / "design.rst"
 SHAPES = [(2, 3, 8, 8), (1, 3, 6, 10)]
 MAX_DEPTH = 2
 PACKAGE = "mxpatch_bind."
-_LEFT_OUT = ("mxpatch_bind.patching",)  # the switch every wrapper passes through
+_LEFT_OUT = ("mxpatch_bind._chains",)  # the switch every wrapper passes through
 
 
 def _ours(frame):

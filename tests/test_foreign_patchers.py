@@ -184,7 +184,7 @@ def test_a_method_restored_to_the_original_behind_our_back_is_reported_and_forgo
     assert_nothing_of_ours_is_live()
 
 
-def test_a_saved_wrapper_of_ours_put_back_after_uninstall_is_dead_and_can_be_taken_out():
+def test_a_saved_wrapper_of_ours_put_back_after_uninstall_is_dead_and_stays_reported():
     # mock.patch stopped out of order does this: it restores what it saw when it started.
     mxpatch_bind.install()
     saved = vars(mx.mod.Module)["bind"]
@@ -194,7 +194,9 @@ def test_a_saved_wrapper_of_ours_put_back_after_uninstall_is_dead_and_can_be_tak
     (entry,) = mxpatch_bind.status().foreign_wrappers
     assert "switched off" in entry and ("%x" % id(saved)) in entry
     assert_nothing_of_ours_is_live()
-    mxpatch_bind.uninstall(force=True)
+    mxpatch_bind.uninstall(force=True)  # nothing installed: a warning, nothing changed
+    assert vars(mx.mod.Module)["bind"] is saved
+    mx.mod.Module.bind = saved.__wrapped__  # what the user puts back
     assert_originals_restored()
     assert mxpatch_bind.status().foreign_wrappers == ()
 
@@ -278,41 +280,42 @@ def test_forced_uninstall_keeps_the_decorator_and_switches_ours_inside_it_off():
     assert_nothing_of_ours_is_live()
 
 
-def test_after_a_forced_uninstall_the_dead_wrapper_can_be_taken_out_once_uncovered(caplog):
+def test_uninstall_with_nothing_installed_only_warns_even_forced(caplog):
+    # The switched-off wrapper a forced uninstall left under a decorator stays where it is:
+    # uninstall(force=True) with nothing installed changes nothing, as without force.
     mxpatch_bind.install()
     plain = _decorate_with_functools_wraps(mx.mod.Module, "bind")
     with pytest.warns(RuntimeWarning):
         mxpatch_bind.uninstall(force=True)
     mx.mod.Module.bind = plain.__wrapped__  # the user drops their decorator
-    dead = vars(mx.mod.Module)["bind"]  # the wrapper itself, not a bound one
-    assert "switched off" in mxpatch_bind.status().foreign_wrappers[0]
+    dead = vars(mx.mod.Module)["bind"]
+    caplog.clear()
     with caplog.at_level(logging.INFO, logger="mxpatch_bind.patching"):
         mxpatch_bind.uninstall(force=True)
+    assert vars(mx.mod.Module)["bind"] is dead
+    assert [r.getMessage() for r in caplog.records] == [
+        "mxpatch_bind.uninstall() called but the patch is not installed"]
+    (entry,) = mxpatch_bind.status().foreign_wrappers
+    assert entry == ("mxnet.module.module.Module.bind: an mxpatch_bind %s at 0x%x running "
+                     "mxpatch_bind.module.wrappers.bind_wrapper, switched off (it calls "
+                     "straight through to what it wraps)" % (type(dead).__name__, id(dead)))
+    assert _bind_stock_mlp().binded  # switched off: stock bind runs through it
+    assert _per_device_bind(mx.mod.Module.bind) == _stock_refusal()
+    mx.mod.Module.bind = ORIGINALS[(mx.mod.Module, "bind")]  # clean up for the next test
     assert_originals_restored()
-    assert mxpatch_bind.status().foreign_wrappers == ()
-    taken = [r.getMessage() for r in caplog.records if "took a switched-off" in r.getMessage()]
-    assert taken == ["mxpatch_bind.uninstall(force=True): took a switched-off wrapper an "
-                     "mxpatch_bind %s at 0x%x running mxpatch_bind.module.wrappers.bind_wrapper out of "
-                     "mxnet.module.module.Module.bind" % (type(dead).__name__, id(dead))]
 
 
-def test_a_dead_wrapper_still_under_the_decorator_stays_and_is_still_reported(caplog):
+def test_a_dead_wrapper_still_under_the_decorator_stays_and_is_still_reported():
     mxpatch_bind.install()
     plain = _decorate_with_functools_wraps(mx.mod.Module, "bind")
     with pytest.warns(RuntimeWarning):
         mxpatch_bind.uninstall(force=True)
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="mxpatch_bind.patching"):
-        mxpatch_bind.uninstall(force=True)  # the decorator still covers ours: nothing to take
     assert vars(mx.mod.Module)["bind"] is plain
-    assert [r.getMessage() for r in caplog.records] == [
-        "mxpatch_bind.uninstall() called but the patch is not installed"]
     (entry,) = mxpatch_bind.status().foreign_wrappers
     assert entry.startswith("mxnet.module.module.Module.bind: an mxpatch_bind ")
     assert "switched off" in entry
     assert _bind_stock_mlp().binded
-    mx.mod.Module.bind = plain.__wrapped__  # dropped: now it can be taken out
-    mxpatch_bind.uninstall(force=True)
+    mx.mod.Module.bind = ORIGINALS[(mx.mod.Module, "bind")]
     assert_originals_restored()
 
 
@@ -382,3 +385,44 @@ def test_a_non_wrapt_decorator_above_a_wrapt_wrapper_above_ours_does_not_block()
     assert vars(mx.mod.Module)["bind"] is plain
     assert theirs.__wrapped__ is ORIGINAL_BIND
     assert_nothing_of_ours_is_live()
+
+
+# --------------------------------------------------------------------------- describe_targets
+def _bind_info():
+    (info,) = [i for i in mxpatch_bind.describe_targets()
+               if i.name == "mxnet.module.module.Module.bind"]
+    return info
+
+
+def test_describe_targets_names_every_target_status_names_with_mxnets_own_functions():
+    infos = mxpatch_bind.describe_targets()
+    assert tuple(info.name for info in infos) == mxpatch_bind.status().targets
+    assert [info.short_name for info in infos] == [
+        "Module.bind", "Module.reshape", "Module.forward", "BucketingModule.bind",
+        "SequentialModule.bind", "Module.init_optimizer", "kvstore.create"]
+    for info in infos:
+        assert (len(info.chain), info.ours, info.original) == (1, None, True), info
+    assert _bind_info().chain == (ORIGINAL_BIND,)
+
+
+def test_describe_targets_gives_each_chain_outermost_first_with_ours_in_it():
+    calls = []
+    with mxpatch_bind.patched():
+        ours = vars(mx.mod.Module)["bind"]
+        wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper(calls))
+        info = _bind_info()
+        assert info.chain == (vars(mx.mod.Module)["bind"], ours, ORIGINAL_BIND)
+        assert (info.ours, info.original) == (ours, True)
+        assert all(i.ours is i.chain[0] for i in mxpatch_bind.describe_targets()[1:])
+        wrapt.unwrap_object(mx.mod.Module, "bind", info.chain[0])
+    assert _bind_info().chain == (ORIGINAL_BIND,)
+
+
+def test_describe_targets_tells_a_replacement_from_mxnets_function():
+    mx.mod.Module.bind = _replacement
+    info = _bind_info()
+    assert (info.chain, info.ours, info.original) == ((_replacement,), None, False)
+    with mxpatch_bind.patched():
+        info = _bind_info()
+        assert info.chain[1:] == (_replacement,) and info.ours is info.chain[0]
+        assert not info.original

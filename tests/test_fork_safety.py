@@ -23,7 +23,7 @@ import builtins, os, sys, threading, time, traceback
 import mxnet as mx
 import wrapt
 import mxpatch_bind
-from mxpatch_bind import patching
+from mxpatch_bind import _applying
 
 TARGETS = [(mx.mod.Module, 'bind'), (mx.mod.Module, 'reshape'), (mx.mod.BucketingModule, 'bind')]
 ORIGINALS = {(owner, name): vars(owner)[name] for owner, name in TARGETS}
@@ -54,7 +54,7 @@ def install_bind_uninstall(refcount):
 
 def child(refcount, work=None):
     wrapt.wrap_object = REAL_WRAP
-    vars(patching).pop('setattr', None)
+    vars(_applying).pop('setattr', None)
     try:
         if work is not None:
             work()
@@ -89,7 +89,7 @@ def hold_the_lock(lock=None):
     taken, release = threading.Event(), threading.Event()
 
     def holder():
-        with lock or patching._state.lock:
+        with lock or _applying.state.lock:
             taken.set()
             release.wait()
 
@@ -161,7 +161,7 @@ def test_a_child_forked_halfway_through_an_uninstall_keeps_the_whole_patch():
     # original back with the builtin setattr: a module global of that name shadows it.
     lines = _run("""
         mxpatch_bind.install()
-        stopped = stop_inside(patching, 'setattr', builtins.setattr, 2)
+        stopped = stop_inside(_applying, 'setattr', builtins.setattr, 2)
         threading.Thread(target=mxpatch_bind.uninstall, daemon=True).start()
         assert stopped.wait(60), 'the other thread never got there'
         assert vars(mx.mod.Module)['reshape'] is ORIGINALS[(mx.mod.Module, 'reshape')]

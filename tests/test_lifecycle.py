@@ -323,11 +323,11 @@ def test_numpy_bools_are_accepted_as_force():
     ("1.5.9", False), ("1.10.0", False), ("0.9.5", False), ("", False), ("nightly", False),
 ], ids=repr)
 def test_the_version_check_takes_exactly_1_6_to_1_9(monkeypatch, version, supported):
-    from mxpatch_bind import patching
+    from mxpatch_bind import _targets
     monkeypatch.setattr(mx, "__version__", version)
     expected = [] if supported else [
         "mxnet.__version__ is %r; supported: 1.6 to 1.9.x" % (version,)]
-    assert patching.check_mxnet(mx) == expected
+    assert _targets.check_mxnet(mx) == expected
 
 
 @pytest.mark.parametrize("version", ["2.0.0", "1.5.1"])
@@ -419,7 +419,10 @@ def test_importing_mxpatch_bind_does_not_import_mxnet():
         assert 'mxnet' not in sys.modules, 'import mxpatch_bind imported mxnet'
         mxpatch_bind.status()
         mxpatch_bind.is_installed()
+        infos = mxpatch_bind.describe_targets()
         assert 'mxnet' not in sys.modules, 'status() imported mxnet'
+        assert len(infos) == 7 and all(
+            (i.chain, i.ours, i.original) == ((), None, False) for i in infos), infos
         print('ok')
     """)
     assert out.split() == ["ok"]
@@ -467,8 +470,8 @@ def test_a_pending_install_that_meets_an_unsupported_mxnet_is_cancelled_and_said
     out = _run_python("""
         import warnings
         import mxpatch_bind
-        from mxpatch_bind import patching
-        patching.check_mxnet = lambda mx: ["MXNet 0.0 is not supported"]
+        from mxpatch_bind import _applying
+        _applying.check_mxnet = lambda mx: ["MXNet 0.0 is not supported"]
         mxpatch_bind.install()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

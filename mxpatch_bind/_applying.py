@@ -1,0 +1,225 @@
+"""Putting our wrappers into MXNet's classes and taking them out, all or nothing (private).
+
+``patching`` counts the installs and calls :func:`apply` and :func:`remove`; the state they
+change is :data:`state`, behind its lock. Policies, each decided here:
+
+* **Other patchers.** ``uninstall()`` puts back what our wrapper wrapped when ours is
+  outermost, and splices ours out from under wrapt wrappers put on top of it
+  (``wrapt.unwrap_object``). A target that no longer reaches our wrapper through
+  ``__wrapped__`` (replaced, or restored to MXNet's original, behind our back) is forgotten
+  with a ``RuntimeWarning`` naming what is there now. A wrapper that is not wrapt's sitting
+  directly on ours cannot be spliced, so ``uninstall()`` refuses with :class:`PatchError`
+  and changes nothing; ``uninstall(force=True)`` leaves it in place instead. Every wrapper
+  we remove or forget is switched off (``FunctionWrapper(enabled=...)``), so anything still
+  holding one, such as that foreign wrapper, calls straight through to what ours wrapped.
+  ``is_installed()`` is true only while every target still reaches a live wrapper of ours.
+* **fork().** The child gets a fresh lock (the parent's may be held by a thread the child
+  does not have) and classes that match the install count: a child forked in the middle of
+  another thread's install or uninstall has every wrapper of ours taken out of its classes,
+  then, if the count says installed, the patch applied again.
+* **Each message once.** A warning is also logged, but only where logging has a handler:
+  with none, logging's last-resort handler would print it a second time on stderr.
+"""
+
+import importlib
+import logging
+import os
+import threading
+import warnings
+
+import wrapt
+
+from ._chains import (
+    Switch,
+    _Wrapper,
+    describe,
+    left_inside,
+    ours,
+    place_of,
+    refusal,
+    replacement,
+    take_out,
+)
+from ._targets import TARGETS, check_mxnet, current, full_name, imported_mxnet, owner
+from .errors import PatchError, UnsupportedMXNetError
+
+logger = logging.getLogger("mxpatch_bind.patching")  # one logger for the patch, as users filter it
+
+
+class State:
+    """Everything install/uninstall change, guarded by ``lock``."""
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.refcount = 0
+        self.handles = {}  # Target -> the _Wrapper we installed, while applied
+        self.switch = Switch()  # enables the wrappers in ``handles``
+        self.force = False  # the force of the install() that applied (or will apply) the patch
+        self.hook_registered = False
+        # find_spec('mxnet') found MXNet once (it is not asked again), or we warned it is missing.
+        self.mxnet_findable = False
+        self.warned_missing = False
+
+
+state = State()
+
+
+# --------------------------------------------------------------------------- applying
+def apply(mx, force):
+    problems = check_mxnet(mx)
+    if problems and not force:
+        raise UnsupportedMXNetError(f"mxpatch_bind cannot patch this MXNet: {'; '.join(problems)}"
+                                    ". Nothing was patched; install(force=True) patches anyway.")
+    if problems:
+        warnings.warn("mxpatch_bind patching an unsupported MXNet (force=True): "
+                      f"{'; '.join(problems)}", RuntimeWarning, stacklevel=3)
+    try:
+        for target in TARGETS:
+            state.handles[target] = wrapt.wrap_object(
+                owner(target), target.attribute, _Wrapper,
+                (wrapper_function(target),), {"enabled": state.switch})
+    except BaseException:
+        remove(force=True)  # all or nothing: undo the targets already wrapped
+        raise
+    logger.debug("mxpatch_bind patched %s", ", ".join(full_name(t) for t in TARGETS))
+
+
+def wrapper_function(target):
+    """Our wrapper function for ``target``, importing its module (module/binding.py imports
+    MXNet)."""
+    module_name, _, name = target.wrapper.rpartition(".")
+    module = importlib.import_module("." + module_name, __package__)
+    return getattr(module, name)
+
+
+def in_force():
+    """Every target still reaches the wrapper we installed on it."""
+    return bool(state.handles) and all(
+        current(target) is handle or wrapt.find_wrapper(current(target), handle) is not None
+        for target, handle in state.handles.items())
+
+
+# --------------------------------------------------------------------------- removing
+
+
+def remove(force):
+    """Take every handle out of its chain, or forget it where that is impossible.
+
+    Checks every target first, so that a refusal changes nothing. Returns the warnings to
+    give, one per target forgotten rather than taken out, for the caller to give once the
+    state is whole again.
+    """
+    places = {target: place_of(target, handle) for target, handle in state.handles.items()}
+    blocked = {target: place for target, place in places.items()
+               if place.reachable and place.blocker is not None}
+    if blocked and not force:
+        target, place = next(iter(blocked.items()))
+        raise PatchError(refusal(target, place, state.handles[target]))
+    news = []
+    for target, handle in list(state.handles.items()):
+        place = places[target]
+        if target in blocked:
+            news.append(left_inside(target, place, handle))
+        elif not place.reachable:
+            news.append(f"mxpatch_bind.uninstall(): {replacement(target, place, handle)}; left "
+                        "it as it is and forgot "
+                        "mxpatch_bind's wrapper, now switched off (anything still holding it "
+                        f"calls straight through to {handle.__wrapped__!r})")
+        elif place.above:
+            wrapt.unwrap_object(owner(target), target.attribute, handle)  # splice out
+        else:
+            # Outermost, in the class's own __dict__ where wrap_object put it: put back what
+            # it wrapped (unwrap_object would resolve the owner again, at twice the cost).
+            setattr(owner(target), target.attribute, handle.__wrapped__)
+        del state.handles[target]
+    # Whatever still holds one of these wrappers (a foreign wrapper, a saved reference put
+    # back later) now runs what it wrapped, never our per-device bind.
+    state.switch.on = False
+    state.switch = Switch()
+    for message in news:
+        log_if_handled(logging.WARNING, message)
+    logger.debug("mxpatch_bind restored the original methods")
+    return news
+
+
+def warn(message, stacklevel):
+    """A RuntimeWarning; ``stacklevel`` as ``warnings.warn`` would count it in our caller."""
+    warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
+
+
+def log_if_handled(level, message):
+    """Log what is also warned, only where a handler takes it: else it prints twice."""
+    if logger.hasHandlers():
+        logger.log(level, "%s", message)
+
+
+# --------------------------------------------------------------------------- status
+def foreign_wrappers():
+    found = []
+    for target, handle in state.handles.items():
+        place = place_of(target, handle)
+        if not place.reachable:
+            found.append(f"{replacement(target, place, handle)}; uninstall() will forget "
+                         "mxpatch_bind's wrapper")
+        for entry in place.above:
+            note = ""
+            if entry is place.blocker:
+                note = (" (not a wrapt wrapper: uninstall() refuses to take mxpatch_bind's "
+                        "wrapper out from under it; uninstall(force=True) leaves it in place "
+                        "with ours switched off)")
+            found.append(f"{full_name(target)}: {describe(entry)}{note}")
+    if imported_mxnet() is not None:
+        found.extend(f"{full_name(target)}: {describe(entry)}, switched off (it calls "
+                     "straight through to what it wraps)"
+                     for target in TARGETS for entry in ours(target)
+                     if entry is not state.handles.get(target))
+    return found
+
+
+# --------------------------------------------------------------------------- fork
+def _after_fork_in_child():
+    """The child of ``fork()`` has only the forking thread: a fresh lock, consistent classes."""
+    state.lock = threading.RLock()
+    try:
+        _reconcile_with_classes()
+    except Exception:  # pylint: disable=broad-except
+        # An exception here is only printed by CPython; say what it means for the patch.
+        logger.exception("mxpatch_bind: could not make the patch state match the classes "
+                         "after fork(); status() and the classes may disagree")
+
+
+def _reconcile_with_classes():
+    """After fork: keep a complete patch that matches the count, else take ours out and redo.
+
+    Another thread may have been anywhere inside install() or uninstall() when the parent
+    forked: wrappers in classes but not yet in ``handles``, or some already removed. The
+    count is changed only after that work, so it says what the last finished call left.
+    """
+    mx = imported_mxnet()
+    if mx is None:
+        return  # nothing can be patched yet; a pending install still waits for the import
+    live = {target: [entry for entry in ours(target) if entry._self_enabled is state.switch]
+            for target in TARGETS}
+    if state.refcount > 0 and all(len(entries) == 1 and entries[0] is state.handles.get(target)
+                                   for target, entries in live.items()):
+        return
+    for target, entries in live.items():
+        for entry in entries:
+            take_out(target, entry)
+    state.handles.clear()
+    state.switch.on = False
+    state.switch = Switch()
+    if state.refcount > 0:
+        try:
+            apply(mx, state.force)
+        except UnsupportedMXNetError as error:
+            state.refcount = 0
+            logger.error("mxpatch_bind: the patch could not be applied again after fork(): %s",
+                         error)
+    logger.info("mxpatch_bind: forked during another thread's install/uninstall; the child's "
+                "patch now matches its count (%d)", state.refcount)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
