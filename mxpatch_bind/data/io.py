@@ -1,15 +1,14 @@
 """Per-device batches of variable-size samples (private; use ``mxpatch_bind.PerDeviceIter``)."""
 
 import copy
-import numbers
 from typing import Any, List, Optional, Sequence
 
-import mxnet as mx
 import numpy as np
 
 from ..errors import DataLoadError
+from . import batch as _batch
 from . import batch_loader as _batch_loader
-from . import inputs as _inputs
+from . import forms as _forms
 from . import limits as _limits
 from . import planning as _planning
 from .inputs import DataSpecError, Input
@@ -17,213 +16,12 @@ from .planning import PaddingStats
 
 __all__ = ["PerDeviceIter", "PaddingStats", "Input", "DataSpecError"]
 
-# Channels-first layouts only: samples are padded at the end of every axis after C.
-_LAYOUTS = ("NCW", "NCHW", "NCDHW")
 # Batches grouped together by default when shuffling: random at the scale of 8 batches, and
 # faster than arrival order (python -m benchmarks variable; docs/performance.md).
 SHUFFLED_GROUP_WINDOW = 8
 
 
-class CurrentBatchIter(mx.io.DataIter):
-    """A ``DataIter`` whose ``next()`` keeps the batch it returns in ``_current``, which the
-    stock accessors read (``PerDeviceIter``, ``PerDevicePrefetchingIter``)."""
-
-    _current: mx.io.DataBatch
-
-    def getdata(self):
-        """The data arrays of the current batch (one list per device when per device)."""
-        return self._current.data
-
-    def getlabel(self):
-        """The label arrays of the current batch (one list per device when per device)."""
-        return self._current.label
-
-    def getpad(self):
-        """Number of filler samples at the end of the current batch."""
-        return self._current.pad
-
-    def getindex(self):
-        """Dataset indices of the current batch in flat order, filler included."""
-        return self._current.index
-
-
-class _PerDeviceBatch(mx.io.DataBatch):
-    """A DataBatch whose ``data`` and ``label`` are per-device lists."""
-
-    def __str__(self):
-        # DataBatch.__str__ reads ``d.shape`` of each entry and fails on per-device lists.
-        def shapes(per_device):
-            if per_device is None:
-                return None
-            return [[array.shape for array in arrays] for arrays in per_device]
-
-        return "{}: data shapes: {} label shapes: {} pad: {}".format(
-            type(self).__name__, shapes(self.data), shapes(self.label), self.pad)
-
-
-def _check_int(name, value, minimum=1, maximum=None, why=""):
-    """Return ``value`` when it is an integer in ``[minimum, maximum]``, else raise DataSpecError
-    naming it."""
-    # bool is an Integral, but True devices is a mistake, not a count.
-    if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum
-            or (maximum is not None and value > maximum)):
-        bounds = ">= {}".format(minimum) if maximum is None else \
-            ">= {} and <= {}{}".format(minimum, maximum, why)
-        raise DataSpecError("{} must be an integer {}, got {!r}".format(name, bounds, value))
-    return int(value)
-
-
-def _check_flag(name, value):
-    """Return ``value`` as a bool when it is True or False (numpy's too), else raise DataSpecError.
-
-    ``bool()`` would take the string ``"False"`` as True and silently plan another epoch.
-    """
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    raise DataSpecError("{} must be True or False, got {!r}".format(name, value))
-
-
-def _check_samples(data, layout):
-    """The single-input form's samples as arrays, checked against the layout."""
-    samples = [_inputs.as_array(sample, "sample {}".format(i)) for i, sample in enumerate(data)]
-    if not samples:
-        raise DataSpecError("data is empty: expected at least one sample")
-    rank = len(layout) - 1
-    for i, sample in enumerate(samples):
-        if sample.ndim != rank:
-            raise DataSpecError("sample {} has shape {}, expected rank {} ({}) for layout {!r}"
-                                .format(i, sample.shape, rank, ", ".join(layout[1:]), layout))
-        if sample.shape[0] != samples[0].shape[0]:
-            raise DataSpecError("sample {} has {} channels, expected {} like sample 0".format(
-                i, sample.shape[0], samples[0].shape[0]))
-        if 0 in sample.shape:
-            raise DataSpecError("sample {} has an empty axis: shape {}".format(i, sample.shape))
-    return samples
-
-
-def _check_labels(label, num_samples):
-    """The single-input form's labels as arrays of one common shape, or None."""
-    if label is None:
-        return None
-    labels = [_inputs.as_array(one, "label {}".format(i)) for i, one in enumerate(label)]
-    if len(labels) != num_samples:
-        raise DataSpecError("label has {} entries, expected {} (one per sample in data)".format(
-            len(labels), num_samples))
-    for i, one in enumerate(labels):
-        if one.shape != labels[0].shape:
-            raise DataSpecError("label {} has shape {}, expected {} like label 0".format(
-                i, one.shape, labels[0].shape))
-    return labels
-
-
-def _single_input_form(data, label, data_name, label_name, dtype, layout):
-    """Declarations and samples of the single-input form: one image input, one fixed label."""
-    if layout not in _LAYOUTS:
-        raise DataSpecError("layout must be one of {}, got {!r}".format(_LAYOUTS, layout))
-    dtype = _inputs.check_dtype(dtype)
-    samples = _check_samples(data, layout)
-    labels = _check_labels(label, len(samples))
-    declared = (Input(data_name, size_axes=tuple(range(1, len(layout) - 1)), dtype=dtype,
-                      layout=layout),)
-    if labels is None:
-        return declared, [(sample,) for sample in samples]
-    return declared + (Input(label_name, dtype=dtype),), list(zip(samples, labels))
-
-
-def _checked_samples(data, declared):
-    """Every sample of an in-memory sequence, converted and checked: ``(fields, sizes)``."""
-    samples = []
-    for index in range(len(data)):
-        fields = _inputs.as_fields(data[index], declared, index)
-        _inputs.check_fields(fields, declared, index,
-                             [a.shape for a in samples[0]] if samples else None)
-        samples.append(fields)
-    sizes = [_inputs.sample_size(fields, declared, index) for index, fields in enumerate(samples)]
-    return samples, np.array(sizes, dtype=np.int64)
-
-
-def _checked_sizes(sizes, num_samples, num_axes):
-    """Planned sizes from an ``(n, axes)`` array or a ``size_of(i)`` callable, checked."""
-    # An extent beyond what one MXNet array holds could never be loaded.
-    limit = _limits.max_array_elements()
-    if callable(sizes):
-        size_of = sizes
-        rows = []
-        for index in range(num_samples):
-            size = size_of(index)
-            if (not isinstance(size, (tuple, list, np.ndarray)) or len(size) != num_axes
-                    or not all(isinstance(e, numbers.Integral) and not isinstance(e, bool)
-                               and 1 <= e <= limit for e in size)):
-                raise DataSpecError("size_of({}) returned {!r}, expected a tuple of {} integers "
-                                    ">= 1 and <= {} (the sample's extents on its size axes)"
-                                    .format(index, size, num_axes, limit))
-            rows.append(tuple(int(e) for e in size))
-        return np.array(rows, dtype=np.int64).reshape(num_samples, num_axes)
-    array = np.asarray(sizes)
-    if (array.shape != (num_samples, num_axes) or array.dtype.kind not in "iu"
-            or (array.size and (array.min() < 1 or array.max() > limit))):
-        raise DataSpecError("sizes must be integers >= 1 and <= {} of shape {} (one row of "
-                            "size-axis extents per sample), got {} of dtype {} and shape {}{}"
-                            .format(limit, (num_samples, num_axes), type(sizes).__name__,
-                                    array.dtype, array.shape, _extremes(array)))
-    return array.astype(np.int64)
-
-
-def _extremes(array):
-    """``", from MIN to MAX"`` for a non-empty numeric array, else nothing."""
-    if not array.size or array.dtype.kind not in "iufb":
-        return ""
-    return ", from {} to {}".format(array.min(), array.max())
-
-
-def _first_sample(dataset, declared, sizes):
-    """Sample 0 of a lazy dataset, read once so that bad declarations fail in the constructor."""
-    try:
-        first = dataset[0]
-    except Exception as error:
-        name = type(dataset).__name__
-        raise DataLoadError("dataset[0] raised {}: {} (dataset {}, read in the constructor to "
-                            "check the declarations)".format(type(error).__name__, error, name),
-                            sample=0, dataset=name) from error
-    fields = _inputs.as_fields(first, declared, 0)
-    _inputs.check_fields(fields, declared, 0)
-    size = _inputs.sample_size(fields, declared, 0)
-    if size != tuple(sizes[0]):
-        raise DataSpecError("the sizes given say sample 0 is {}, but it has size {} on its size "
-                            "axes".format(tuple(int(e) for e in sizes[0]), size))
-    return fields
-
-
-
-def _read_form(data, label, inputs, label_inputs, sizes, data_name, label_name, dtype, layout):
-    """The samples' source, the declarations, the planned sizes and sample 0's shapes."""
-    if inputs is None:
-        if sizes is not None or label_inputs:
-            raise DataSpecError("sizes and label_inputs go with inputs=: declare the "
-                                "sample's inputs, got inputs=None")
-        declared, samples = _single_input_form(data, label, data_name, label_name, dtype,
-                                               layout)
-        planned = np.array([sample[0].shape[1:] for sample in samples], dtype=np.int64)
-        return samples, declared, planned, [a.shape for a in samples[0]]
-    if label is not None:
-        raise DataSpecError("label is for the single-input form; with inputs=, samples "
-                            "carry their labels: declare label_inputs, got label={!r}"
-                            .format(type(label).__name__))
-    declared = _inputs.check_inputs(inputs, label_inputs)
-    if not (hasattr(data, "__len__") and hasattr(data, "__getitem__")):
-        raise DataSpecError("data must be a sequence or dataset (__len__, __getitem__), "
-                            "got {!r}".format(type(data).__name__))
-    if len(data) == 0:
-        raise DataSpecError("data is empty: expected at least one sample")
-    if sizes is None:
-        samples, planned = _checked_samples(data, declared)
-        return samples, declared, planned, [a.shape for a in samples[0]]
-    num_axes = len(next(one for one in declared if one.size_axes).size_axes)
-    planned = _checked_sizes(sizes, len(data), num_axes)
-    return data, declared, planned, [a.shape for a in _first_sample(data, declared, planned)]
-
-
-class PerDeviceIter(CurrentBatchIter):
+class PerDeviceIter(_batch.CurrentBatchIter):
     """Iterate over variable-size samples, each device padded only to its own largest sample.
 
     Every batch gives each of ``num_devices`` devices ``batch_per_device``
@@ -255,62 +53,14 @@ class PerDeviceIter(CurrentBatchIter):
     processes, ``prefetch`` batches ahead; batches come out in exactly the
     planned order, equal to those of the same samples held in memory.
 
-    **Grouping policy** (``grouping=True``): the epoch's sample order (the
-    dataset order, or a seeded permutation when ``shuffle``) is cut into
-    windows of ``group_window`` batches. Each window's samples are split into
-    groups of ``batch_per_device`` similar sizes: the split that pads least
-    among "sort by one spatial axis, ties by the others, cut into runs" (one
-    per axis) and "best fit" (seed a group with the largest sample left, add
-    the samples that enlarge its bounding box least). Consecutive groups go to
-    consecutive devices, ``num_devices`` groups per batch, so a batch holds
-    similar sizes and its devices get similar shapes. With ``group_window=1``
-    (the default without ``shuffle``) a batch holds the same samples as in
-    arrival order, only arranged across devices; larger windows also choose
-    which samples share a batch and pad less (see :meth:`padding_stats`).
-    With ``shuffle`` the default window is 8 batches: sorting within a
-    window keeps epochs random at the scale of the window and trains faster
-    than arrival order (``python -m benchmarks variable``, figures in
-    docs/performance.md). Every device
-    gets the same number of samples. A synchronous step waits for its slowest
-    device, and a device holding a large sample is slow whatever it shares
-    it with, so large samples go together rather than being paired with small
-    ones: pairing would pad more without shortening the step
-    (``padding_stats().step_pixels`` measures the step).
-
-    ``grouping=False`` keeps arrival order: samples are dealt to devices in
-    the epoch's sample order, ``batch_per_device`` at a time.
-
-    **Work-balanced devices** (``balanced=True``): batches hold the samples
-    the grouping above puts together, ``batch_size`` of them, but devices may
-    get different counts (each at least one): the batch is re-split so that
-    its busiest device pads to the fewest pixels, choosing among the equal
-    split and the best cut (by dynamic programming) of the batch ordered
-    largest first, by pixels and by each size axis. A few large images on one
-    device then take about as long as many small ones on another, and a
-    balanced batch never waits for more pixels than the equal split.
-    ``Module.init_optimizer``'s ``rescale_grad = 1/batch_size`` already counts
-    all the batch's samples. A short last batch is split the same way,
-    without filler (unless it has fewer samples than devices).
-
-    **Shape rounding** (``pad_to_multiple=m``): every device's planned size is
-    rounded up to a multiple of ``m``, so shapes recur and hit the executor
-    cache; :meth:`padding_stats` counts the pixels it adds
-    (``rounding_pixels``) and the distinct shapes left (``distinct_shapes``).
-
-    **Order of predictions**: ``Module.predict()`` returns rows in the flat
-    order of the batches (device 0's samples, then device 1's, batch after
-    batch). :attr:`sample_order` gives the dataset index of each such row and
-    :attr:`batch_indices` the per-device indices of each batch. Both describe
-    the current epoch: ``predict()`` and ``score()`` call :meth:`reset` first,
-    so read them afterwards.
-
-    **Last batch**: when the number of samples is not a multiple of
-    ``batch_size``, the last batch is completed with copies of its last real
-    sample (copies add no padding), placed at the end of the flat order, and
-    ``batch.pad`` counts them, so that ``predict()`` and ``iter_predict()``,
-    which drop the last ``pad`` rows of each batch, drop exactly the filler.
-    ``score()`` counts the filler in its metric, as it does with
-    ``NDArrayIter(last_batch_handle='pad')``.
+    **How an epoch is planned** (``docs/data.rst``, "How an epoch is planned"):
+    ``grouping=True`` puts samples of similar size on each device, looking
+    ``group_window`` batches ahead; ``balanced=True`` lets devices take
+    different counts so that the busiest pads least; ``pad_to_multiple``
+    rounds the planned sizes so that shapes recur. ``Module.predict()``
+    returns rows in the batches' flat order, which :attr:`sample_order` maps
+    to dataset indices. A short last batch is completed with copies of its
+    last sample, counted in ``batch.pad`` and dropped by ``predict()``.
 
     Parameters
     ----------
@@ -457,25 +207,25 @@ class PerDeviceIter(CurrentBatchIter):
                  sizes: Any = None, num_workers: int = 0, prefetch: Optional[int] = None,
                  balanced: bool = False, pad_to_multiple: int = 1, num_parts: int = 1,
                  part_index: int = 0) -> None:
-        self._num_devices = _check_int("num_devices", num_devices)
-        self._batch_per_device = _check_int("batch_per_device", batch_per_device)
-        self._shuffle = _check_flag("shuffle", shuffle)
-        self._grouping = _check_flag("grouping", grouping)
-        self._balanced = _check_flag("balanced", balanced)
+        self._num_devices = _forms.check_int("num_devices", num_devices)
+        self._batch_per_device = _forms.check_int("batch_per_device", batch_per_device)
+        self._shuffle = _forms.check_flag("shuffle", shuffle)
+        self._grouping = _forms.check_flag("grouping", grouping)
+        self._balanced = _forms.check_flag("balanced", balanced)
         if group_window is None:
             group_window = SHUFFLED_GROUP_WINDOW if self._shuffle else 1
-        self._group_window = _check_int("group_window", group_window)
-        self._seed = _check_int("seed", seed, minimum=0)
-        self._multiple = _check_int("pad_to_multiple", pad_to_multiple,
+        self._group_window = _forms.check_int("group_window", group_window)
+        self._seed = _forms.check_int("seed", seed, minimum=0)
+        self._multiple = _forms.check_int("pad_to_multiple", pad_to_multiple,
                                     maximum=_limits.max_array_elements(),
                                     why=" (the most elements one MXNet array holds)")
-        self._num_parts = _check_int("num_parts", num_parts)
-        self._part_index = _check_int("part_index", part_index, minimum=0,
+        self._num_parts = _forms.check_int("num_parts", num_parts)
+        self._part_index = _forms.check_int("part_index", part_index, minimum=0,
                                       maximum=self._num_parts - 1, why=" (num_parts - 1)")
-        num_workers = _check_int("num_workers", num_workers, minimum=0)
+        num_workers = _forms.check_int("num_workers", num_workers, minimum=0)
         if prefetch is not None:
-            prefetch = _check_int("prefetch", prefetch, minimum=0)
-        source, self._declared, self._sizes, self._reference_shapes = _read_form(
+            prefetch = _forms.check_int("prefetch", prefetch, minimum=0)
+        source, self._declared, self._sizes, self._reference_shapes = _forms.read_form(
             data, label, inputs, label_inputs, sizes, data_name, label_name, dtype, layout)
         self._num_data = len(inputs) if inputs is not None else 1
         self.data_name = data_name
@@ -699,7 +449,8 @@ class PerDeviceIter(CurrentBatchIter):
         if self._cursor >= len(self._plan):
             return self._current
         if self._pending is None:
-            self._pending = self._build_batch(self._plan[self._cursor], self._load())
+            self._pending = _batch.build(self._plan[self._cursor], self._load(),
+                                         self._declared, self._num_data)
         return self._pending
 
     def _load(self):
@@ -714,34 +465,3 @@ class PerDeviceIter(CurrentBatchIter):
                 "loading batch {} was interrupted by {}; call reset() to start a new epoch"
                 .format(self._cursor, type(error).__name__), batch=self._cursor)
             raise
-
-    def _build_batch(self, plan, packed):
-        """The loader's per-device arrays as NDArrays of the declared dtypes, with descs."""
-        arrays = [[_as_declared(array, one.dtype) for one, array in zip(self._declared, device)]
-                  for device in packed]
-        descs = [[mx.io.DataDesc(one.name, array.shape, dtype=one.dtype,
-                                 layout=one.layout or "NCHW")
-                  for one, array in zip(self._declared, device)] for device in packed]
-        split = self._num_data
-        has_label = len(self._declared) > split
-        return _PerDeviceBatch(
-            data=[device[:split] for device in arrays],
-            label=[device[split:] for device in arrays] if has_label else None,
-            pad=plan.pad, index=np.concatenate(plan.device_indices),
-            provide_data=[device[:split] for device in descs],
-            provide_label=[device[split:] for device in descs] if has_label else None)
-
-
-def _as_declared(array, dtype):
-    """``array`` as an NDArray of ``dtype``: numpy ones copied once, narrower ones converted.
-
-    Workers send inputs in their samples' narrower dtype where it converts exactly
-    (``inputs.transfer_dtype``); the copy out of shared memory converts them here.
-    """
-    if not isinstance(array, mx.nd.NDArray):
-        return mx.nd.array(array, ctx=mx.cpu(), dtype=dtype)
-    if array.dtype == dtype:
-        return array
-    converted = mx.nd.empty(array.shape, ctx=mx.cpu(), dtype=dtype)
-    array.copyto(converted)  # MXNet converts between dtypes as it copies
-    return converted

@@ -15,7 +15,7 @@ import threading
 import weakref
 from typing import Any, Literal, Optional
 
-from .io import CurrentBatchIter
+from .batch import CurrentBatchIter
 
 __all__ = ["PerDevicePrefetchingIter"]
 

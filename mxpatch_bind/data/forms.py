@@ -1,0 +1,181 @@
+"""The forms ``PerDeviceIter`` takes its samples in, read and checked (private).
+
+The single-input form (``data`` arrays, ``label``), the several-inputs form in memory
+(``inputs=``) and the lazy form (``inputs=`` with ``sizes``) are told apart and read here,
+once, in :func:`read_form`; so are the iterator's integer and flag options. Every refusal is
+a :class:`~mxpatch_bind.DataSpecError` (a ``DataLoadError`` for a sample 0 that cannot be
+read) naming the value and the form expected, raised before the iterator exists.
+"""
+
+import numbers
+
+import numpy as np
+
+from .._values import is_flag
+from ..errors import DataLoadError
+from . import inputs as _inputs
+from . import limits as _limits
+from .inputs import DataSpecError, Input
+
+# Channels-first layouts only: samples are padded at the end of every axis after C.
+_LAYOUTS = ("NCW", "NCHW", "NCDHW")
+
+
+def check_int(name, value, minimum=1, maximum=None, why=""):
+    """Return ``value`` when it is an integer in ``[minimum, maximum]``, else raise DataSpecError
+    naming it."""
+    # bool is an Integral, but True devices is a mistake, not a count.
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum
+            or (maximum is not None and value > maximum)):
+        bounds = ">= {}".format(minimum) if maximum is None else \
+            ">= {} and <= {}{}".format(minimum, maximum, why)
+        raise DataSpecError("{} must be an integer {}, got {!r}".format(name, bounds, value))
+    return int(value)
+
+
+def check_flag(name, value):
+    """``value`` as a bool when it is a flag (:func:`is_flag`), else :class:`DataSpecError`:
+    ``bool()`` would take the string ``"False"`` as true and silently plan another epoch."""
+    if is_flag(value):
+        return bool(value)
+    raise DataSpecError(f"{name} must be True or False, got {value!r}")
+
+
+def _check_samples(data, layout):
+    """The single-input form's samples as arrays, checked against the layout."""
+    samples = [_inputs.as_array(sample, "sample {}".format(i)) for i, sample in enumerate(data)]
+    if not samples:
+        raise DataSpecError("data is empty: expected at least one sample")
+    rank = len(layout) - 1
+    for i, sample in enumerate(samples):
+        if sample.ndim != rank:
+            raise DataSpecError("sample {} has shape {}, expected rank {} ({}) for layout {!r}"
+                                .format(i, sample.shape, rank, ", ".join(layout[1:]), layout))
+        if sample.shape[0] != samples[0].shape[0]:
+            raise DataSpecError("sample {} has {} channels, expected {} like sample 0".format(
+                i, sample.shape[0], samples[0].shape[0]))
+        if 0 in sample.shape:
+            raise DataSpecError("sample {} has an empty axis: shape {}".format(i, sample.shape))
+    return samples
+
+
+def _check_labels(label, num_samples):
+    """The single-input form's labels as arrays of one common shape, or None."""
+    if label is None:
+        return None
+    labels = [_inputs.as_array(one, "label {}".format(i)) for i, one in enumerate(label)]
+    if len(labels) != num_samples:
+        raise DataSpecError("label has {} entries, expected {} (one per sample in data)".format(
+            len(labels), num_samples))
+    for i, one in enumerate(labels):
+        if one.shape != labels[0].shape:
+            raise DataSpecError("label {} has shape {}, expected {} like label 0".format(
+                i, one.shape, labels[0].shape))
+    return labels
+
+
+def _single_input_form(data, label, data_name, label_name, dtype, layout):
+    """Declarations and samples of the single-input form: one image input, one fixed label."""
+    if layout not in _LAYOUTS:
+        raise DataSpecError("layout must be one of {}, got {!r}".format(_LAYOUTS, layout))
+    dtype = _inputs.check_dtype(dtype)
+    samples = _check_samples(data, layout)
+    labels = _check_labels(label, len(samples))
+    declared = (Input(data_name, size_axes=tuple(range(1, len(layout) - 1)), dtype=dtype,
+                      layout=layout),)
+    if labels is None:
+        return declared, [(sample,) for sample in samples]
+    return declared + (Input(label_name, dtype=dtype),), list(zip(samples, labels))
+
+
+def _checked_samples(data, declared):
+    """Every sample of an in-memory sequence, converted and checked: ``(fields, sizes)``."""
+    samples = []
+    for index in range(len(data)):
+        fields = _inputs.as_fields(data[index], declared, index)
+        _inputs.check_fields(fields, declared, index,
+                             [a.shape for a in samples[0]] if samples else None)
+        samples.append(fields)
+    sizes = [_inputs.sample_size(fields, declared, index) for index, fields in enumerate(samples)]
+    return samples, np.array(sizes, dtype=np.int64)
+
+
+def _checked_sizes(sizes, num_samples, num_axes):
+    """Planned sizes from an ``(n, axes)`` array or a ``size_of(i)`` callable, checked."""
+    # An extent beyond what one MXNet array holds could never be loaded.
+    limit = _limits.max_array_elements()
+    if callable(sizes):
+        size_of = sizes
+        rows = []
+        for index in range(num_samples):
+            size = size_of(index)
+            if (not isinstance(size, (tuple, list, np.ndarray)) or len(size) != num_axes
+                    or not all(isinstance(e, numbers.Integral) and not isinstance(e, bool)
+                               and 1 <= e <= limit for e in size)):
+                raise DataSpecError("size_of({}) returned {!r}, expected a tuple of {} integers "
+                                    ">= 1 and <= {} (the sample's extents on its size axes)"
+                                    .format(index, size, num_axes, limit))
+            rows.append(tuple(int(e) for e in size))
+        return np.array(rows, dtype=np.int64).reshape(num_samples, num_axes)
+    array = np.asarray(sizes)
+    if (array.shape != (num_samples, num_axes) or array.dtype.kind not in "iu"
+            or (array.size and (array.min() < 1 or array.max() > limit))):
+        raise DataSpecError("sizes must be integers >= 1 and <= {} of shape {} (one row of "
+                            "size-axis extents per sample), got {} of dtype {} and shape {}{}"
+                            .format(limit, (num_samples, num_axes), type(sizes).__name__,
+                                    array.dtype, array.shape, _extremes(array)))
+    return array.astype(np.int64)
+
+
+def _extremes(array):
+    """``", from MIN to MAX"`` for a non-empty numeric array, else nothing."""
+    if not array.size or array.dtype.kind not in "iufb":
+        return ""
+    return ", from {} to {}".format(array.min(), array.max())
+
+
+def _first_sample(dataset, declared, sizes):
+    """Sample 0 of a lazy dataset, read once so that bad declarations fail in the constructor."""
+    try:
+        first = dataset[0]
+    except Exception as error:
+        name = type(dataset).__name__
+        raise DataLoadError("dataset[0] raised {}: {} (dataset {}, read in the constructor to "
+                            "check the declarations)".format(type(error).__name__, error, name),
+                            sample=0, dataset=name) from error
+    fields = _inputs.as_fields(first, declared, 0)
+    _inputs.check_fields(fields, declared, 0)
+    size = _inputs.sample_size(fields, declared, 0)
+    if size != tuple(sizes[0]):
+        raise DataSpecError("the sizes given say sample 0 is {}, but it has size {} on its size "
+                            "axes".format(tuple(int(e) for e in sizes[0]), size))
+    return fields
+
+
+
+def read_form(data, label, inputs, label_inputs, sizes, data_name, label_name, dtype, layout):
+    """The samples' source, the declarations, the planned sizes and sample 0's shapes."""
+    if inputs is None:
+        if sizes is not None or label_inputs:
+            raise DataSpecError("sizes and label_inputs go with inputs=: declare the "
+                                "sample's inputs, got inputs=None")
+        declared, samples = _single_input_form(data, label, data_name, label_name, dtype,
+                                               layout)
+        planned = np.array([sample[0].shape[1:] for sample in samples], dtype=np.int64)
+        return samples, declared, planned, [a.shape for a in samples[0]]
+    if label is not None:
+        raise DataSpecError("label is for the single-input form; with inputs=, samples "
+                            "carry their labels: declare label_inputs, got label={!r}"
+                            .format(type(label).__name__))
+    declared = _inputs.check_inputs(inputs, label_inputs)
+    if not (hasattr(data, "__len__") and hasattr(data, "__getitem__")):
+        raise DataSpecError("data must be a sequence or dataset (__len__, __getitem__), "
+                            "got {!r}".format(type(data).__name__))
+    if len(data) == 0:
+        raise DataSpecError("data is empty: expected at least one sample")
+    if sizes is None:
+        samples, planned = _checked_samples(data, declared)
+        return samples, declared, planned, [a.shape for a in samples[0]]
+    num_axes = len(next(one for one in declared if one.size_axes).size_axes)
+    planned = _checked_sizes(sizes, len(data), num_axes)
+    return data, declared, planned, [a.shape for a in _first_sample(data, declared, planned)]
