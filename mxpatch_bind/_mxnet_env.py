@@ -10,6 +10,7 @@ lazy names of ``mxpatch_bind``) and the import guard of a pending ``install()``
 Python: numpy < 1.24 has no wheels there, so ``pip install "numpy<1.24"`` cannot work.
 """
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -337,3 +338,27 @@ def _numpy_version() -> str:
         return metadata.version("numpy")
     except metadata.PackageNotFoundError:
         return "?"
+
+
+_INT32_ELEMENTS = 2 ** 31 - 1
+_INT64_ELEMENTS = (2 ** 63 - 1) // 8
+
+
+@functools.lru_cache(maxsize=None)
+def max_array_elements():
+    """The most elements one NDArray of the installed MXNet holds (asked once): the bound
+    that shape specs (``module/shapes``) and planned batches (``data/limits``) are checked by.
+
+    Without large tensor support (pip's builds) MXNet indexes arrays with int32; with it,
+    numpy is the bound: an array's bytes must fit in a signed int64.
+
+    Examples
+    --------
+    >>> from mxpatch_bind._mxnet_env import max_array_elements
+    >>> max_array_elements() in (2 ** 31 - 1, (2 ** 63 - 1) // 8)
+    True
+    """
+    import mxnet as mx
+    if mx.runtime.Features().is_enabled("INT64_TENSOR_SIZE"):
+        return _INT64_ELEMENTS
+    return _INT32_ELEMENTS

@@ -27,6 +27,7 @@ from mxnet.io import DataDesc  # noqa: E402  (MXNet is imported, or named broken
 
 from .errors import ShapeSpecError  # noqa: E402
 from .module.distributed import is_sync_dist  # noqa: E402
+from .module.shapes import is_device_entry  # noqa: E402
 from .module.transactions import all_or_nothing  # noqa: E402
 
 __all__ = ["MutableModule", "Module", "fixed_param_names_from_prefix"]
@@ -315,10 +316,10 @@ def _device_entries(spec, what, num_devices):
     element 0 alone); and pairs after the lists (its ``rois``), which count for every
     device (the fork ignored them)."""
     entries = _iterable(spec, what)
-    device_lists = [entry for entry in entries if _is_entry_list(entry)]
+    device_lists = [entry for entry in entries if is_device_entry(entry)]
     if not device_lists:
         return [entries] * num_devices
-    shared = [entry for entry in entries if not _is_entry_list(entry)]
+    shared = [entry for entry in entries if not is_device_entry(entry)]
     if len(device_lists) == 1:
         device_lists = device_lists * num_devices
     elif len(device_lists) != num_devices:
@@ -327,12 +328,6 @@ def _device_entries(spec, what, num_devices):
                                                                  num_devices, _SHAPES_FORM,
                                                                  spec))
     return [list(device) + shared for device in device_lists]
-
-
-def _is_entry_list(value):
-    """A list of entries (not an entry itself: a DataDesc or a ``(name, shape)`` pair)."""
-    return (isinstance(value, (list, tuple)) and not isinstance(value, DataDesc)
-            and not (value and isinstance(value[0], str)))
 
 
 def _parse_max_entries(entries, what, input_names):
@@ -401,7 +396,7 @@ def _at_max(spec, max_shapes):
     maximum shapes (the fork's rule, so every device starts alike); a flat spec likewise."""
     if spec is None:
         return None
-    if spec and all(e is None or _is_entry_list(e) for e in spec):
+    if spec and all(e is None or is_device_entry(e) for e in spec):
         if spec[0] is None or len(spec) != len(max_shapes):
             return spec  # no labels, or a device count that bind itself refuses
         return [_entries_at_max(spec[0], maxima) for maxima in max_shapes[:len(spec)]]

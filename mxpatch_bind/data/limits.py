@@ -5,33 +5,12 @@ A pip-installed MXNet 1.x is built without large tensor support: an NDArray hold
 no argument. Planned sizes are checked here instead, before an epoch starts.
 """
 
-import functools
 import math
 
+from .._mxnet_env import max_array_elements
 from ..errors import DataSpecError
 
 __all__ = ["max_array_elements", "check_plan"]
-
-_INT32_ELEMENTS = 2 ** 31 - 1
-# With large tensor support numpy is the bound: an array's bytes must fit in a signed int64.
-_INT64_ELEMENTS = (2 ** 63 - 1) // 8
-
-
-@functools.lru_cache(maxsize=None)
-def max_array_elements():
-    """The most elements one NDArray of the installed MXNet holds.
-
-    Examples
-    --------
-    >>> from mxpatch_bind.data.limits import max_array_elements
-    >>> max_array_elements() in (2 ** 31 - 1, (2 ** 63 - 1) // 8)
-    True
-    """
-    import mxnet as mx
-    if mx.runtime.Features().is_enabled("INT64_TENSOR_SIZE"):
-        return _INT64_ELEMENTS
-    return _INT32_ELEMENTS
-
 
 def device_shape(one, count, size, reference_shape):
     """The shape of a device's array of input ``one``, variable axes counted as 1."""

@@ -16,7 +16,7 @@ from ..errors import BatchError
 from . import shapes
 
 __all__ = ["Expected", "Checked", "check_device_batch", "check_short_batch", "check_flat_batch",
-           "check_batch_sizes", "given"]
+           "given"]
 
 # numpy dtype kinds MXNet arrays can hold: bool, signed, unsigned, float (not complex,
 # strings, objects, dates); NDArrays hold only those.
@@ -138,28 +138,6 @@ def check_flat_batch(data_batch, expected):
         if given(provided):
             _check_device_provided(None, provided, "label", expected.label_names, label_shapes)
     return shapes_
-
-
-def check_batch_sizes(spec):
-    """Each device's inputs hold the same number of samples (read from their layouts).
-
-    Examples
-    --------
-    >>> import mxnet as mx
-    >>> spec = shapes.DeviceShapes([[mx.io.DataDesc('data', (2, 3))]],
-    ...                            [[mx.io.DataDesc('label', (3,))]])
-    >>> try:
-    ...     check_batch_sizes(spec)
-    ... except BatchError as error:
-    ...     print(error)  # doctest: +ELLIPSIS
-    batch device 0 holds different numbers of samples per input: {'data': 2, 'label': 3}; ...
-    """
-    for device in range(spec.num_devices):
-        sizes = spec.input_batch_sizes(device)
-        if len(set(sizes.values())) > 1:
-            raise BatchError("batch device %d holds different numbers of samples per input: "
-                             "%r; expected the same on every input of a device"
-                             % (device, sizes))
 
 
 def given(value):

@@ -322,10 +322,11 @@ class PerDeviceModule(Module):
         form = shapes.batch_form(data_batch)
         if form == shapes.STOCK:
             return _forward_flat(self, data_batch, is_train)
-        checked = batches.check_device_batch(data_batch, form, _expected_inputs(self))
+        expected = _expected_inputs(self)
+        checked = batches.check_device_batch(data_batch, form, expected)
         batches.check_short_batch(checked, len(self._context),
                                   self.for_training if is_train is None else is_train)
-        spec = _spec_for_batch(self, checked)
+        spec = _spec_for_batch(self, checked, expected)
         if spec is not None:
             self.reshape(spec)  # the module's own, as stock forward calls it
         return self._exec_group.forward_devices(checked.data, checked.label, is_train)

@@ -9,6 +9,7 @@ the walk.
 from mxnet.io import DataDesc
 from mxnet.module import Module
 
+from ..errors import BatchError
 from . import batches, shapes
 from .executor_group import PerDeviceExecutorGroup
 from .shapes import DeviceShapes
@@ -43,7 +44,7 @@ def _expected_inputs(module):
                             [len(desc.shape) for desc in data], label_names, label_ranks)
 
 
-def _spec_for_batch(module, checked):
+def _spec_for_batch(module, checked, expected):
     """The spec the devices need for a checked batch, or ``None`` when they already have it.
 
     Labels count too: a labelled batch on a module bound without labels, or with other label
@@ -51,7 +52,7 @@ def _spec_for_batch(module, checked):
 
     Upstream: mxnet.module.module.Module.forward
     """
-    checked = _with_idle_devices(module, checked)
+    checked = _with_idle_devices(module, checked, expected)
     if is_per_device(module):
         group = module._exec_group
         current = (tuple(tuple(tuple(d.shape) for d in device) for device in group.data_shapes),
@@ -60,25 +61,26 @@ def _spec_for_batch(module, checked):
         wanted_labels = checked.label_shapes if checked.label_shapes is not None else current[1]
         if (checked.data_shapes, wanted_labels) == current:
             return None
-    data = _descs_for(module, "data", checked.data_shapes, checked.provide_data)
+    data = _descs_for(module, expected.data_names, checked.data_shapes, checked.provide_data,
+                      "data")
     label = None
     if checked.label_shapes is not None:
-        label = _descs_for(module, "label", checked.label_shapes, checked.provide_label)
+        label = _descs_for(module, expected.label_names, checked.label_shapes,
+                           checked.provide_label, "label")
     spec = DeviceShapes(data, label)
     shapes.check_layouts_agree(spec)  # provide_data DataDescs may bring layouts and dtypes
     shapes.check_dtypes_agree(spec)
-    batches.check_batch_sizes(spec)
+    shapes.check_batch_sizes(spec, BatchError, "batch device")
     return spec
 
 
-def _with_idle_devices(module, checked):
+def _with_idle_devices(module, checked, expected):
     """A short batch's shapes completed with the idle devices' current ones: a tester's last
     batch leaves the devices it has no images for as they are (they run nothing)."""
     execs = module._exec_group.execs
     idle = execs[len(checked.data_shapes):]
     if not idle:
         return checked
-    expected = _expected_inputs(module)
 
     def completed(given, names):
         return tuple(given) + tuple(tuple(tuple(e.arg_dict[name].shape) for name in names)
@@ -96,15 +98,13 @@ def _with_idle_devices(module, checked):
                             provide_label=padded(checked.provide_label))
 
 
-def _descs_for(module, field, device_shapes, provided):
+def _descs_for(module, names, device_shapes, provided, field):
     """One list of DataDesc per device: the arrays' shapes, and the dtype and layout of the
-    batch's provide_* DataDesc where given, else of the module's current inputs."""
+    batch's provide_* DataDesc where given, else of the module's current ``field`` inputs."""
     templates = {}
     current = _current_descs(module, field)
     if current:
         templates = {desc.name: desc for desc in current[0]}
-    expected = _expected_inputs(module)
-    names = expected.data_names if field == "data" else expected.label_names
     descs = []
     for device, shapes_ in enumerate(device_shapes):
         entries = provided[device] if provided and batches.given(provided[device]) else None
@@ -129,7 +129,7 @@ def _forward_flat(module, data_batch, is_train):
     expected = _expected_inputs(module)
     batch_shapes = batches.check_flat_batch(data_batch, expected)
     if not _fits_merged(module, batch_shapes):
-        module.reshape(*_flat_descs(module, data_batch, batch_shapes))
+        module.reshape(*_flat_descs(module, data_batch, batch_shapes, expected))
     if is_per_device(module):
         return module._exec_group.forward(data_batch, is_train)
     return Module.forward(module, data_batch, is_train)
@@ -153,18 +153,19 @@ def _fits_merged(module, batch_shapes):
     return True
 
 
-def _flat_descs(module, data_batch, batch_shapes):
+def _flat_descs(module, data_batch, batch_shapes, expected):
     """Flat (stock) data and label descs for a flat batch, as stock forward derives them.
 
     Upstream: mxnet.module.module.Module.forward
     """
     data = getattr(data_batch, "provide_data", None)
     if not batches.given(data):
-        data = _descs_for(module, "data", [batch_shapes], None)[0]
+        data = _descs_for(module, expected.data_names, [batch_shapes], None, "data")[0]
     labels = getattr(data_batch, "label", None)
     if not (batches.given(labels) and module.label_names):
         return data, None  # labels the module ignores, as stock does
     label = getattr(data_batch, "provide_label", None)
     if not batches.given(label):
-        label = _descs_for(module, "label", [tuple(tuple(a.shape) for a in labels)], None)[0]
+        label = _descs_for(module, expected.label_names, [tuple(tuple(a.shape) for a in labels)],
+                           None, "label")[0]
     return data, label

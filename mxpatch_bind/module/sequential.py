@@ -106,7 +106,7 @@ class PerDeviceSequentialModule(SequentialModule):
 
         Upstream: mxnet.module.sequential_module.SequentialModule.forward
         """
-        if not _is_device_batch(data_batch):
+        if shapes.batch_form(data_batch) == shapes.STOCK:
             return super().forward(data_batch, is_train)
         if not (self.binded and self.params_initialized):
             raise RuntimeError("forward() needs a bound SequentialModule with initialised "
@@ -246,14 +246,6 @@ def _renamed_desc(desc, name):
 
 
 # --------------------------------------------------------------------------- computation
-def _is_device_batch(data_batch):
-    """A list of DataBatch (one per device) or a DataBatch of per-device lists."""
-    if isinstance(data_batch, list):
-        return bool(data_batch)
-    data = getattr(data_batch, "data", None)
-    return bool(data) and isinstance(data[0], (list, tuple))
-
-
 def _device_fields(data_batch):
     """``data``, ``provide_data``, ``label``, ``provide_label`` as per-device lists (or None)."""
     if not isinstance(data_batch, list):

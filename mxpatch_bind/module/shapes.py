@@ -13,11 +13,13 @@ import math
 import numbers
 from collections import namedtuple
 
+from .._mxnet_env import max_array_elements
 from ..errors import ShapeSpecError
 
 __all__ = ["STOCK", "PER_DEVICE", "DEVICE_LISTS", "BATCH_LIST", "MAX_DIM", "spec_form",
            "batch_form", "parse_device_shapes", "check_layouts_agree", "check_dtypes_agree",
-           "max_elements", "num_elements", "DeviceShapes"]
+           "check_batch_sizes", "is_device_entry", "num_elements",
+           "DeviceShapes"]
 
 STOCK = "stock"
 PER_DEVICE = "per-device"
@@ -131,8 +133,9 @@ def _is_stock_entry(entry):
     return isinstance(entry, (tuple, list)) and len(entry) > 0 and isinstance(entry[0], str)
 
 
-def _is_device_entry(entry):
-    """A list/tuple that is not itself a ``(name, shape)`` pair: one device's entries."""
+def is_device_entry(entry):
+    """A list/tuple that is not itself a ``(name, shape)`` pair or a DataDesc: one device's
+    entries (the one test of "is this per device?" for an entry, ``compat``'s too)."""
     return isinstance(entry, (tuple, list)) and not _is_stock_entry(entry)
 
 
@@ -166,9 +169,9 @@ def spec_form(data_shapes, label_shapes=None):
     """
     if isinstance(data_shapes, DeviceShapes):
         return PER_DEVICE
-    if isinstance(data_shapes, (list, tuple)) and any(_is_device_entry(e) for e in data_shapes):
+    if isinstance(data_shapes, (list, tuple)) and any(is_device_entry(e) for e in data_shapes):
         return PER_DEVICE
-    if isinstance(label_shapes, (list, tuple)) and any(_is_device_entry(e) for e in label_shapes):
+    if isinstance(label_shapes, (list, tuple)) and any(is_device_entry(e) for e in label_shapes):
         raise ShapeSpecError(
             "label_shapes %r is per-device but data_shapes %r is flat; pass both in the "
             "same form: %s" % (label_shapes, data_shapes, _SPEC_FORM))
@@ -244,12 +247,13 @@ def parse_device_shapes(data_shapes, label_shapes, data_names, label_names, num_
     spec = DeviceShapes(data, label)
     check_layouts_agree(spec)
     check_dtypes_agree(spec)
-    _check_batch_sizes(spec)
+    check_batch_sizes(spec, ShapeSpecError, "data_shapes device")
     return spec
 
 
 def _check_parsed(spec, label_shapes, data_names, label_names, num_devices):
-    """An already parsed spec (the package passes its own down): only check it fits."""
+    """An already parsed spec: not parsed again, only checked to fit the module it is handed
+    to (one parsed for another module would otherwise bind the wrong devices silently)."""
     if label_shapes is not None:
         raise ShapeSpecError("label_shapes must be None when data_shapes is a parsed "
                              "DeviceShapes (it holds the labels); got %r" % (label_shapes,))
@@ -292,7 +296,7 @@ def _parse_devices(spec, what, names, num_devices):
 
 
 def _parse_device(index, entry, what):
-    if not _is_device_entry(entry):
+    if not is_device_entry(entry):
         kind = ("a flat (name, shape) entry %r" % (entry,) if _is_stock_entry(entry)
                 else "%r" % (entry,))
         raise ShapeSpecError(
@@ -345,31 +349,16 @@ def _check_shape(index, name, shape, what):
                                  % (what, index, name, shape, dim, MAX_DIM))
     dims = tuple(int(dim) for dim in shape)
     elements = num_elements(dims)
-    if elements > max_elements():
-        raise ShapeSpecError("%s[%d] gives %r the shape %r of %d elements; this MXNet holds "
-                             "tensors of up to %d elements (built without INT64_TENSOR_SIZE)"
-                             % (what, index, name, shape, elements, max_elements()))
+    limit = max_array_elements()
+    if elements > limit:
+        raise ShapeSpecError(f"{what}[{index}] gives {name!r} the shape {shape!r} of {elements} "
+                             f"elements; this MXNet holds arrays of up to {limit} elements")
     return dims
 
 
 def num_elements(shape):
     """The number of elements of an array of ``shape``, on Python ints (never wrapping)."""
     return math.prod(int(dim) for dim in shape)
-
-
-@functools.lru_cache(maxsize=None)
-def max_elements():
-    """The most elements one tensor may have in the installed MXNet (asked once).
-
-    Examples
-    --------
-    >>> max_elements() >= 2 ** 31 - 1
-    True
-    """
-    from mxnet import runtime
-    if runtime.Features().is_enabled("INT64_TENSOR_SIZE"):
-        return 2 ** 63 - 1
-    return MAX_DIM
 
 
 def _check_names(devices, what, names):
@@ -458,9 +447,22 @@ def _beside_device_0(spec):
                 yield what, index, desc, first
 
 
-def _check_batch_sizes(spec):
-    for index in range(spec.num_devices):
-        sizes = spec.input_batch_sizes(index)
+def check_batch_sizes(spec, error, where):
+    """Each device's inputs hold the same number of samples (read from their layouts): the
+    one check of a spec parsed here and of a batch's (``error`` and ``where`` name which).
+
+    Examples
+    --------
+    >>> import mxnet as mx
+    >>> spec = DeviceShapes([[mx.io.DataDesc('data', (2, 3))]], [[mx.io.DataDesc('label', (3,))]])
+    >>> try:
+    ...     check_batch_sizes(spec, ValueError, "batch device")
+    ... except ValueError as error:
+    ...     print(error)  # doctest: +ELLIPSIS
+    batch device 0 holds different numbers of samples per input: {'data': 2, 'label': 3}; ...
+    """
+    for device in range(spec.num_devices):
+        sizes = spec.input_batch_sizes(device)
         if len(set(sizes.values())) > 1:
-            raise ShapeSpecError("device %d has inputs with different batch sizes %r; every "
-                                 "input of a device must hold the same samples" % (index, sizes))
+            raise error(f"{where} {device} holds different numbers of samples per input: "
+                        f"{sizes!r}; expected the same on every input of a device")
