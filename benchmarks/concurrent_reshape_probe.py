@@ -7,7 +7,7 @@ segfault is recorded, not fatal): N executors of a small CNN are bound one after
 the largest shape, then every round gives each device a never-seen shape and reshapes all N
 executors, serially on the calling thread and concurrently on N threads (one per device),
 interleaved round by round. Both MXNet's ``Executor.reshape`` and mxpatch_bind's lean reshape
-(``executor_group._reshape_executor``, where it exists) are timed. A check pass reshapes to the
+(``executors.reshape_executor``, where it exists) are timed. A check pass reshapes to the
 same shapes both ways, runs forward on the same inputs and compares the outputs exactly; a
 stress pass runs many more threaded reshapes and looks only for crashes. A control child runs
 ``simple_bind`` from N threads at once, which MXNet's frontend is known not to survive.
@@ -63,7 +63,7 @@ def _reshapers():
     reshapers = {"Executor.reshape": lambda base, shape: base.reshape(
         allow_up_sizing=True, data=shape, softmax_label=LABEL)}
     try:
-        from mxpatch_bind.module.executor_group import _reshape_executor
+        from mxpatch_bind.module.executors import reshape_executor as _reshape_executor
     except ImportError:  # the lean reshape moved or went: probe MXNet's alone
         return reshapers
     reshapers["lean reshape"] = lambda base, shape: _reshape_executor(

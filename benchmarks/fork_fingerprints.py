@@ -5,10 +5,10 @@
 Reads every vendored ``module.py`` / ``DataParallelExecutorGroup.py`` (recognised by content,
 as ``migrate`` does) at each mirror's HEAD, and ijkguo/mx-rcnn's ``rcnn/core/module.py`` at
 every commit that touched it; groups the copies whose methods and signatures are the same
-into one revision; and prints the data file that ships (its keys: ``mxpatch_bind._migrate_fork``) (method names, parameters,
-defaults: no code of the copies). Which revisions ``compat`` covers is decided below, by
-hand, from reading each copy (``COVERAGE``). Not part of the test suite: it needs the
-mirrors.
+into one revision; and prints the data file that ships (method names, parameters, defaults:
+no code of the copies; its keys are described in ``mxpatch_bind._migrate_fork``). Which
+revisions ``compat`` covers is decided below, by hand, from reading each copy
+(``COVERAGE``). Not part of the test suite: it needs the mirrors.
 """
 
 from __future__ import annotations

@@ -26,14 +26,14 @@ from nets import (
 )
 
 import mxpatch_bind
-from mxpatch_bind.module import executor_group
+from mxpatch_bind.module import executors
 from mxpatch_bind.settings import current
 
 CONTEXTS = [mx.cpu(i) for i in range(4)]
 LARGEST = (2, 3, 12, 12)
 # Where threads were proven safe (MXNet 1.9); elsewhere (the nox run on 1.6.0) every
 # expectation below is the serial one.
-CONCURRENT = mx.__version__.startswith(executor_group._CONCURRENT_RESHAPE_VERSIONS)
+CONCURRENT = mx.__version__.startswith(executors.CONCURRENT_RESHAPE_VERSIONS)
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -94,13 +94,13 @@ def test_threaded_reshapes_give_the_outputs_and_gradients_of_serial_ones_bit_for
 
 def record_reshape_threads(monkeypatch):
     """The thread of every lean reshape call, in a list."""
-    threads, original = [], executor_group._reshape_executor
+    threads, original = [], executors.reshape_executor
 
     def recorded(base, shapes):
         threads.append(threading.get_ident())
         return original(base, shapes)
 
-    monkeypatch.setattr(executor_group, "_reshape_executor", recorded)
+    monkeypatch.setattr(executors, "reshape_executor", recorded)
     return threads
 
 
@@ -140,7 +140,7 @@ def test_versions_not_proven_safe_reshape_one_device_after_another(version, monk
     mod = trained_module()
     seen = []
     monkeypatch.setattr(mx, "__version__", version)
-    real = mx.executor.Executor.reshape if version < "1.8" else executor_group._reshape_executor
+    real = mx.executor.Executor.reshape if version < "1.8" else executors.reshape_executor
     if version < "1.8":  # the lean reshape is off there: MXNet's own reshape runs
         def recorded_method(self, *args, **kwargs):
             seen.append(threading.get_ident())
@@ -150,7 +150,7 @@ def test_versions_not_proven_safe_reshape_one_device_after_another(version, monk
         def recorded(base, shapes):
             seen.append(threading.get_ident())
             return real(base, shapes)
-        monkeypatch.setattr(executor_group, "_reshape_executor", recorded)
+        monkeypatch.setattr(executors, "reshape_executor", recorded)
     mxpatch_bind.reshape(mod, *per_device_spec(never_seen_shapes(1)[0]))
     assert seen == [threading.get_ident()] * len(CONTEXTS)
 
@@ -165,11 +165,11 @@ def test_gpu_executors_reshape_one_device_after_another(gpu_devices, monkeypatch
     bases = [types.SimpleNamespace(_ctx=mx.gpu(i) if i < gpu_devices else mx.cpu(i),
                                    _monitor_callback=None, _group2ctx=None)
              for i in range(4)]
-    assert not executor_group._can_reshape_concurrently(bases)
+    assert not executors.can_reshape_concurrently(bases)
     for base in bases:
         base._ctx = mx.cpu(0)
-    assert executor_group._can_reshape_concurrently(bases)  # the same bases, on CPUs
-    assert not executor_group._can_reshape_concurrently(bases[:3])  # too few to pay
+    assert executors.can_reshape_concurrently(bases)  # the same bases, on CPUs
+    assert not executors.can_reshape_concurrently(bases[:3])  # too few to pay
 
 
 def test_a_monitored_executor_reshapes_one_device_after_another(monkeypatch):
@@ -202,7 +202,7 @@ def test_a_failure_on_a_worker_thread_leaves_the_module_as_it_was(failing_device
     mod.forward(probe, is_train=False)
     before_outputs = [o.asnumpy() for o in mod.get_outputs(merge_multi_context=False)[0]]
     before = module_state(mod)
-    original = executor_group._reshape_executor
+    original = executors.reshape_executor
     failing_base = mod._exec_group._default_execs[failing_device]
     running, finished = [0], []
     lock = threading.Lock()
@@ -219,13 +219,13 @@ def test_a_failure_on_a_worker_thread_leaves_the_module_as_it_was(failing_device
                 running[0] -= 1
                 finished.append(base)
 
-    monkeypatch.setattr(executor_group, "_reshape_executor", fails_on_one_device)
+    monkeypatch.setattr(executors, "reshape_executor", fails_on_one_device)
     with pytest.raises(InjectedFailure, match="device %d" % failing_device):
         mxpatch_bind.reshape(mod, *per_device_spec(never_seen_shapes(1, seed=2)[0]))
     # Every call had ended; on threads all of them ran, one after another they stop there.
     assert running[0] == 0
     assert len(finished) == (len(CONTEXTS) if CONCURRENT else failing_device + 1)
-    monkeypatch.setattr(executor_group, "_reshape_executor", original)
+    monkeypatch.setattr(executors, "reshape_executor", original)
     assert_same_state(before, module_state(mod))
     mod.forward(probe, is_train=False)
     after = [o.asnumpy() for o in mod.get_outputs(merge_multi_context=False)[0]]
@@ -238,9 +238,9 @@ def test_a_forked_child_reshapes_on_threads_of_its_own():
         import os, sys, time
         import mxnet as mx
         import mxpatch_bind
-        from mxpatch_bind.module import executor_group, parallel
+        from mxpatch_bind.module import executors, parallel
         sys.path.insert(0, 'tests')
-        concurrent = mx.__version__.startswith(executor_group._CONCURRENT_RESHAPE_VERSIONS)
+        concurrent = mx.__version__.startswith(executors.CONCURRENT_RESHAPE_VERSIONS)
         from nets import conv_net, per_device_spec
         mxpatch_bind.configure(reshape_threads=2)
         mod = mx.mod.Module(conv_net(), context=[mx.cpu(i) for i in range(4)])
@@ -285,7 +285,7 @@ def test_a_failed_reshape_leaves_the_seen_shapes_and_the_cache_untouched(threads
     group = mod._exec_group
     before = ([list(seen.items()) for seen in group._seen_shapes],
               [list(cache.items()) for cache in group._exec_cache])
-    original, calls = executor_group._reshape_executor, []
+    original, calls = executors.reshape_executor, []
 
     def fails_on_the_last_call(base, shapes):
         calls.append(base)
@@ -293,7 +293,7 @@ def test_a_failed_reshape_leaves_the_seen_shapes_and_the_cache_untouched(threads
             raise InjectedFailure("injected failure")
         return original(base, shapes)
 
-    monkeypatch.setattr(executor_group, "_reshape_executor", fails_on_the_last_call)
+    monkeypatch.setattr(executors, "reshape_executor", fails_on_the_last_call)
     with pytest.raises(InjectedFailure):
         mxpatch_bind.reshape(mod, *per_device_spec(never_seen_shapes(1, seed=6)[0]))
     assert ([list(seen.items()) for seen in group._seen_shapes],

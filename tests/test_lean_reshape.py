@@ -8,7 +8,7 @@ import pytest
 from nets import conv_net, fixed_params, per_device_spec
 
 import mxpatch_bind
-from mxpatch_bind.module import executor_group
+from mxpatch_bind.module import executors
 
 BASE_SHAPE = (2, 3, 24, 32)
 
@@ -46,7 +46,7 @@ def test_lean_reshape_gives_the_arrays_and_results_of_executor_reshape(shape):
     wanted = {"data": shape, "softmax_label": (shape[0],)}
     stock = base.reshape(allow_up_sizing=True, **wanted)
     expected = run(stock)
-    lean = executor_group._reshape_executor(base, wanted)
+    lean = executors.reshape_executor(base, wanted)
     for field in ("arg_arrays", "grad_arrays", "aux_arrays", "outputs"):
         assert describe(getattr(lean, field)) == describe(getattr(stock, field)), field
     assert list(lean.arg_dict) == list(stock.arg_dict)
@@ -62,10 +62,10 @@ def test_lean_reshape_gives_the_arrays_and_results_of_executor_reshape(shape):
 
 def test_lean_reshape_shares_the_base_parameters_and_symbol():
     base = bound_executor()
-    lean = executor_group._reshape_executor(base, {"data": (1, 3, 8, 8), "softmax_label": (1,)})
+    lean = executors.reshape_executor(base, {"data": (1, 3, 8, 8), "softmax_label": (1,)})
     base.arg_dict["fc_bias"][:] = 7.0
     assert np.all(lean.arg_dict["fc_bias"].asnumpy() == 7.0)
-    if mx.__version__.startswith(executor_group._LEAN_RESHAPE_VERSIONS):
+    if mx.__version__.startswith(executors.LEAN_RESHAPE_VERSIONS):
         assert lean._symbol is base._symbol  # other versions take Executor.reshape itself
     assert lean.reshape(data=(1, 3, 8, 8), softmax_label=(1,)).arg_dict["data"].shape == (1, 3, 8, 8)
 
@@ -87,15 +87,15 @@ def executor_reshape_calls(monkeypatch):
 def test_an_executor_with_a_monitor_callback_takes_executor_reshape(executor_reshape_calls):
     base = bound_executor()
     base.set_monitor_callback(lambda name, array: None)
-    executor_group._reshape_executor(base, {"data": (1, 3, 8, 8), "softmax_label": (1,)})
+    executors.reshape_executor(base, {"data": (1, 3, 8, 8), "softmax_label": (1,)})
     assert executor_reshape_calls == [{"allow_up_sizing": True, "data": (1, 3, 8, 8),
                                        "softmax_label": (1,)}]
 
 
 def test_other_mxnet_versions_take_executor_reshape(executor_reshape_calls, monkeypatch):
     base = bound_executor()
-    monkeypatch.setattr(executor_group, "_LEAN_RESHAPE_VERSIONS", ("0.0.",))
-    executor_group._reshape_executor(base, {"data": (1, 3, 8, 8), "softmax_label": (1,)})
+    monkeypatch.setattr(executors, "LEAN_RESHAPE_VERSIONS", ("0.0.",))
+    executors.reshape_executor(base, {"data": (1, 3, 8, 8), "softmax_label": (1,)})
     assert executor_reshape_calls == [{"allow_up_sizing": True, "data": (1, 3, 8, 8),
                                        "softmax_label": (1,)}]
 
@@ -122,30 +122,30 @@ def test_lean_reshape_keeps_sparse_gradient_storage_like_executor_reshape():
                                          name="embed"))
     base = symbol.simple_bind(mx.cpu(0), data=(2, 3))
     stock = base.reshape(allow_up_sizing=True, data=(4, 3))
-    lean = executor_group._reshape_executor(base, {"data": (4, 3)})
+    lean = executors.reshape_executor(base, {"data": (4, 3)})
     for field in ("arg_arrays", "grad_arrays", "aux_arrays", "outputs"):
         assert describe(getattr(lean, field)) == describe(getattr(stock, field)), field
     assert [type(a) for a in lean.grad_arrays] == [type(a) for a in stock.grad_arrays]
 
 
-@pytest.mark.parametrize("lean_versions", [executor_group._LEAN_RESHAPE_VERSIONS, ("0.0.",)],
+@pytest.mark.parametrize("lean_versions", [executors.LEAN_RESHAPE_VERSIONS, ("0.0.",)],
                          ids=["lean", "executor-reshape"])
 def test_input_shapes_of_a_reshaped_executor_are_known_without_asking_mxnet(monkeypatch,
                                                                            lean_versions):
-    monkeypatch.setattr(executor_group, "_LEAN_RESHAPE_VERSIONS", lean_versions)
+    monkeypatch.setattr(executors, "LEAN_RESHAPE_VERSIONS", lean_versions)
     base = bound_executor()
-    lean = executor_group._reshape_executor(base, {"data": (1, 3, 8, 8), "softmax_label": (1,)})
+    lean = executors.reshape_executor(base, {"data": (1, 3, 8, 8), "softmax_label": (1,)})
     monkeypatch.setattr(mx.nd.NDArray, "shape", property(lambda self: pytest.fail("asked")))
-    assert executor_group._input_shapes(lean, {"data": None}) == {"data": (1, 3, 8, 8)}
+    assert executors.input_shapes(lean, {"data": None}) == {"data": (1, 3, 8, 8)}
 
 
 def test_the_executor_cache_keeps_exactly_its_size_dropping_the_least_recently_used():
     cache, size = OrderedDict(), 8
     for key in range(size + 2):
-        executor_group._put_bounded(cache, key, None, size)
+        executors.put_bounded(cache, key, None, size)
     assert list(cache) == list(range(2, size + 2))
     cache.move_to_end(2)  # a hit makes it the most recently used
-    executor_group._put_bounded(cache, "new", None, size)
+    executors.put_bounded(cache, "new", None, size)
     assert 3 not in cache and 2 in cache and len(cache) == size
 
 

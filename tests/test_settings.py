@@ -11,7 +11,7 @@ from nets import conv_net, per_device_spec
 
 import mxpatch_bind
 from mxpatch_bind import SettingsError
-from mxpatch_bind.module import executor_group
+from mxpatch_bind.module import executors
 from mxpatch_bind.settings import current
 
 
@@ -101,13 +101,13 @@ def test_each_device_caches_exactly_exec_cache_size_recurring_shapes(size, monke
     cached = [dict(key)["data"] for key in group._exec_cache[0]]
     assert cached == cycle[len(cycle) - size:]  # the most recently used, in order
     calls = Counter()
-    original = executor_group._reshape_executor
+    original = executors.reshape_executor
 
     def counted(base, shapes):
         calls[shapes["data"]] += 1
         return original(base, shapes)
 
-    monkeypatch.setattr(executor_group, "_reshape_executor", counted)
+    monkeypatch.setattr(executors, "reshape_executor", counted)
     for shape in cached:  # oldest first, so no hit evicts another cached shape
         mxpatch_bind.reshape(mod, *per_device_spec([shape, shape]))
     assert sum(calls.values()) == 0

@@ -23,7 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from nets import assert_same_state, conv_net, fixed_params, module_state
 
 import mxpatch_bind
-from mxpatch_bind.module import executor_group
+from mxpatch_bind.module import executor_group, executors
 
 CONTEXTS = [mx.cpu(0), mx.cpu(1)]
 FEATURES = 4
@@ -38,7 +38,7 @@ PARAMS = ({"fc_weight": mx.nd.array(WEIGHT), "fc_bias": mx.nd.array(BIAS)}, {})
 def _two_reshape_threads(monkeypatch):
     """Reshape both devices on threads (as 4 or more devices do on 2 or more CPUs), so that
     failures are injected on worker threads too."""
-    monkeypatch.setattr(executor_group, "_MIN_CONCURRENT_RESHAPES", 2)
+    monkeypatch.setattr(executors, "MIN_CONCURRENT_RESHAPES", 2)
     previous = mxpatch_bind.configure(reshape_threads=2)
     yield
     mxpatch_bind.configure(**previous._asdict())
@@ -61,7 +61,7 @@ def mxnet_fails_at(call, fault=InjectedFailure):
     originals = {
         (mx.sym.Symbol, "simple_bind"): mx.sym.Symbol.simple_bind,
         (mx.executor.Executor, "reshape"): mx.executor.Executor.reshape,
-        (executor_group, "_reshape_executor"): executor_group._reshape_executor,
+        (executors, "reshape_executor"): executors.reshape_executor,
     }
     count, lock = [0], threading.Lock()  # reshapes may run on several threads
 
