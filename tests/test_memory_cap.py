@@ -10,6 +10,7 @@ import pytest
 from nets import conv_net
 
 import mxpatch_bind
+from mxpatch_bind import SettingsError
 from mxpatch_bind.module import memory
 
 
@@ -45,19 +46,16 @@ def test_a_number_sets_that_cap(environ):
     assert environ[memory.MXNET_VARIABLE] == "64"
 
 
-# Each class of value MXNet's dmlc::GetEnv<int> refuses, and those it takes but we do not.
 MALFORMED = {"word": "lots", "hexadecimal": "0x10", "exponent": "1e3", "decimal point": "5.0",
-             "underscore": "1_000", "non-ASCII digit": "\uff12", "two signs": "+-5",
-             "two numbers": "1 2", "over 32 bits": "2147483648",
-             "far over 32 bits": "99999999999"}
+             "underscore": "1_000", "non-ASCII digit": "\uff12", "sign": "+5",
+             "two numbers": "1 2", "over 32 bits": "2147483648", "zero": "0", "minus one": "-1"}
 
 
-@pytest.mark.parametrize("value", list(MALFORMED.values()) + ["0", "-1", "-3"],
-                         ids=list(MALFORMED) + ["zero", "minus one", "negative"])
+@pytest.mark.parametrize("value", list(MALFORMED.values()), ids=list(MALFORMED))
 def test_a_malformed_policy_raises_naming_the_variable_value_and_accepted_values(environ,
                                                                                  value):
     environ[memory.POLICY_VARIABLE] = value
-    with pytest.raises(ValueError, match=re.escape("%s=%r" % (memory.POLICY_VARIABLE, value))
+    with pytest.raises(SettingsError, match=re.escape("%s=%r" % (memory.POLICY_VARIABLE, value))
                        ) as raised:
         memory.cap_mkldnn_cache()
     assert "accepted: 'keep'" in str(raised.value) and "2147483647" in str(raised.value)
@@ -65,36 +63,20 @@ def test_a_malformed_policy_raises_naming_the_variable_value_and_accepted_values
 
 
 @pytest.mark.parametrize("value, expected", [("keep", None), (" KEEP\n", None), ("64", "64"),
-                                             (" 64 ", "64"), ("+64", "64"), ("0064", "64"),
+                                             (" 64 ", "64"), ("0064", "64"),
                                              ("2147483647", "2147483647"),
                                              ("", str(memory.DEFAULT_CACHE_NUM)),
                                              ("  ", str(memory.DEFAULT_CACHE_NUM))])
-def test_a_well_formed_policy_sets_its_cap_written_as_mxnet_reads_it(environ, value, expected):
+def test_a_well_formed_policy_sets_its_cap_in_decimal(environ, value, expected):
     environ[memory.POLICY_VARIABLE] = value
     assert memory.cap_mkldnn_cache() == expected
     assert environ.get(memory.MXNET_VARIABLE) == expected
 
 
-@pytest.mark.parametrize("value", list(MALFORMED.values()) + ["   ", "-2147483649"],
-                         ids=list(MALFORMED) + ["only spaces", "under 32 bits"])
-def test_an_mxnet_setting_mxnet_cannot_read_raises_naming_it(environ, value):
+@pytest.mark.parametrize("value", ["-1", "0", " 16 ", "lots"])
+def test_an_mxnet_setting_is_left_exactly_as_it_is_for_mxnet_to_read(environ, value):
     environ[memory.MXNET_VARIABLE] = value
-    with pytest.raises(ValueError, match=re.escape("%s=%r is not a number MXNet can read"
-                                                   % (memory.MXNET_VARIABLE, value))):
-        memory.cap_mkldnn_cache()
-    assert environ[memory.MXNET_VARIABLE] == value
-
-
-@pytest.mark.parametrize("value", ["-2", "-2147483648"])
-def test_an_mxnet_setting_below_minus_one_raises_because_mxnet_would_crash(environ, value):
-    environ[memory.MXNET_VARIABLE] = value
-    with pytest.raises(ValueError, match="segmentation fault.*accepted: -1 \\(unbounded\\)"):
-        memory.cap_mkldnn_cache()
-
-
-@pytest.mark.parametrize("value", ["-1", "0", " 16 ", "+5", "0016", "2147483647"])
-def test_an_mxnet_setting_mxnet_reads_is_left_exactly_as_it_is(environ, value):
-    environ[memory.MXNET_VARIABLE] = value
+    environ[memory.POLICY_VARIABLE] = "keep"
     assert memory.cap_mkldnn_cache() == value
     assert environ[memory.MXNET_VARIABLE] == value
 
@@ -104,46 +86,24 @@ def test_an_empty_mxnet_setting_counts_as_unset_as_in_mxnet(environ):
     assert memory.cap_mkldnn_cache() == str(memory.DEFAULT_CACHE_NUM)
 
 
-_CONVOLVE_TWO_SHAPES = """
-import mxnet as mx
-weight = mx.nd.ones((4, 3, 3, 3))
-for width in (8, 9):
-    mx.nd.Convolution(mx.nd.ones((1, 3, 8, width)), weight, kernel=(3, 3), num_filter=4,
-                      no_bias=True).wait_to_read()
-"""
-
-
-@pytest.mark.slow  # starts MXNet in a subprocess per setting
-def test_the_check_of_the_mxnet_setting_agrees_with_mxnet_itself():
-    # The reference: a fresh MXNet per value, running oneDNN convolutions under it.
-    values = ["-1", "0", " 7 ", "+5", "0x10", "2147483648", "-2"]
-    env = {name: value for name, value in os.environ.items() if name != memory.MXNET_VARIABLE}
-    runs = [subprocess.Popen([sys.executable, "-c", _CONVOLVE_TWO_SHAPES],
-                             env=dict(env, **{memory.MXNET_VARIABLE: value}),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for value in values]
-    mxnet_ran = [run.wait(timeout=300) == 0 for run in runs]
-    accepted = []
-    for value in values:
-        os.environ[memory.MXNET_VARIABLE] = value
-        try:
-            accepted.append(memory.cap_mkldnn_cache() == value)
-        except ValueError:
-            accepted.append(False)
-        finally:
-            del os.environ[memory.MXNET_VARIABLE]
-    # Never accept a value MXNet fails on. The rules are MXNet 1.9.1's parser, so there they
-    # agree exactly; an older MXNet (1.6.0 runs all of these) may take values they refuse.
-    assert all(ran for ok, ran in zip(accepted, mxnet_ran) if ok), (values, accepted, mxnet_ran)
-    if mx.__version__.startswith("1.9."):
-        assert accepted == mxnet_ran
-    assert True in accepted and False in accepted
+def test_the_cap_bounds_the_cache_mxnet_reads(environ):
+    # The reference: MXNet itself, in a fresh process that ran oneDNN convolutions of two
+    # shapes under the value cap_mkldnn_cache() set.
+    memory.cap_mkldnn_cache()
+    script = ("import mxnet as mx\n"
+              "weight = mx.nd.ones((4, 3, 3, 3))\n"
+              "for width in (8, 9):\n"
+              "    mx.nd.Convolution(mx.nd.ones((1, 3, 8, width)), weight, kernel=(3, 3), "
+              "num_filter=4, no_bias=True).wait_to_read()\n")
+    run = subprocess.run([sys.executable, "-c", script], env=dict(environ), timeout=300,
+                         capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
 
 
 def test_a_per_device_bind_with_a_malformed_policy_raises_before_binding(environ):
     environ[memory.POLICY_VARIABLE] = "1e3"
     mod = mx.mod.Module(conv_net(), context=[mx.cpu(0), mx.cpu(1)])
-    with pytest.raises(ValueError, match=memory.POLICY_VARIABLE):
+    with pytest.raises(SettingsError, match=memory.POLICY_VARIABLE):
         mxpatch_bind.bind(mod, [[("data", (1, 3, 8, 8))], [("data", (2, 3, 8, 8))]],
                           [[("softmax_label", (1,))], [("softmax_label", (2,))]])
     assert not mod.binded
