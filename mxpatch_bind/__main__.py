@@ -67,13 +67,13 @@ def build_parser(prog: str = "python -m mxpatch_bind") -> Parser:
     ('demo', 2)
     """
     parser = Parser(prog=prog, description="Per-device input shapes for stock MXNet Module.",
-                    epilog="Each command has its own options: %s COMMAND --help" % prog)
-    parser.add_argument("--version", action="version", version="mxpatch_bind %s" % __version__)
+                    epilog=f"Each command has its own options: {prog} COMMAND --help")
+    parser.add_argument("--version", action="version", version=f"mxpatch_bind {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for name, command in COMMANDS.items():
         module = importlib.import_module(command.module)
         subparser = commands.add_parser(
-            name, prog="%s %s" % (prog, name), help=command.summary,
+            name, prog=f"{prog} {name}", help=command.summary,
             description=description(module.__doc__),
             formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(subparser)
@@ -115,8 +115,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ModuleNotFoundError as error:
         if error.name not in {command.module for command in COMMANDS.values()}:
             raise
-        report_error(prog, "not available: this installation of mxpatch_bind %s has no %s "
-                           "module" % (__version__, error.name))
+        report_error(prog, f"not available: this installation of mxpatch_bind {__version__} has no "
+                           f"{error.name} module")
         return 1
     _refuse_what_precedes_the_command(parser, args)
     return run_parsed(parser, args)
@@ -129,11 +129,10 @@ def _refuse_what_precedes_the_command(parser: Parser, args: Sequence[str]) -> No
             return
         if not arg.startswith("-"):
             if arg not in COMMANDS:
-                parser.error("invalid command %r (choose from %s)"
-                             % (arg, ", ".join(COMMANDS)))
+                parser.error(f'invalid command {arg!r} (choose from {", ".join(COMMANDS)})')
             return
-        parser.error("unrecognized arguments: %s" % arg)
-    parser.error("a command is required: one of %s" % ", ".join(COMMANDS))
+        parser.error(f"unrecognized arguments: {arg}")
+    parser.error(f'a command is required: one of {", ".join(COMMANDS)}')
 
 
 def _prog() -> str:

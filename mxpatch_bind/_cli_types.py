@@ -34,7 +34,7 @@ class Parser(argparse.ArgumentParser):
     """
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, "%s: error: %s (see %s --help)\n" % (self.prog, message, self.prog))
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 class UsageError(Exception):
@@ -74,7 +74,7 @@ def run_parsed(parser: argparse.ArgumentParser, argv: Optional[Sequence[str]] = 
     args, unknown = parser.parse_known_args(argv)
     owner: argparse.ArgumentParser = getattr(args, "parser", parser)
     if unknown:  # named by the command they were given to, not by the top-level parser
-        owner.error("unrecognized arguments: %s" % " ".join(unknown))
+        owner.error(f'unrecognized arguments: {" ".join(unknown)}')
     args.prog = owner.prog
     command = run if run is not None else args.run
     try:
@@ -94,7 +94,7 @@ def report_error(prog: str, message: str) -> None:
     >>> report_error("mxpatch-bind demo", "no")  # doctest: +SKIP
     mxpatch-bind demo: error: no
     """
-    print("%s: error: %s" % (prog, message), file=sys.stderr)
+    print(f"{prog}: error: {message}", file=sys.stderr)
 
 
 # reStructuredText a docstring uses and a terminal should not show: ``literal``,
@@ -178,7 +178,7 @@ def positive_float(text: str) -> float:
     """
     value = _finite_float(text)
     if not value > 0:
-        raise argparse.ArgumentTypeError("expected a number > 0, got %r" % text)
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
     return value
 
 
@@ -192,7 +192,7 @@ def nonneg_float(text: str) -> float:
     """
     value = _finite_float(text)
     if not value >= 0:
-        raise argparse.ArgumentTypeError("expected a number >= 0, got %r" % text)
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
     return value
 
 
@@ -206,7 +206,7 @@ def fraction(text: str) -> float:
     """
     value = _finite_float(text)
     if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError("expected a fraction from 0 to 1, got %r" % text)
+        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 1, got {text!r}")
     return value
 
 
@@ -214,10 +214,9 @@ def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError("expected an integer >= %d, got %r"
-                                         % (low, text)) from None
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}") from None
     if value < low:
-        raise argparse.ArgumentTypeError("expected an integer >= %d, got %r" % (low, text))
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
     return value
 
 
@@ -225,7 +224,7 @@ def _finite_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError("expected a number, got %r" % text) from None
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError("expected a finite number, got %r" % text)
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value

@@ -97,32 +97,33 @@ class FileChecks:
         if target is None:
             return
         names = [a.name for a in node.names]
-        where = "the vendored %s" % (target,)
+        where = f"the vendored {target}"
         copy = self.scan.copies[target]
         self.fork_names.update({a.asname or a.name: (a.name, target) for a in node.names
                                 if a.name in DROP_INS})
         if copy.kind == VENDORED_GROUP:
-            self.add(node, CHECK, "imports DataParallelExecutorGroup from %s: no drop-in; a "
-                     "stock mx.mod.Module with mxpatch_bind.install() replaces both" % where)
+            self.add(node, CHECK, f"imports DataParallelExecutorGroup from {where}: no drop-in; a "
+                                  "stock mx.mod.Module with mxpatch_bind.install() replaces both")
         elif not copy.revision.covered:
-            self.add(node, CHECK, "imports %s from %s, a modified copy that is kept (%s): "
-                     "carry its changes over, then import from %s by hand"
-                     % (", ".join(names), where, copy.summary(), COMPAT_MODULE))
+            self.add(node, CHECK, f'imports {", ".join(names)} from {where}, a modified copy that '
+                                  f'is kept ({copy.summary()}): carry its changes over, then '
+                                  f'import from {COMPAT_MODULE} by hand')
         elif set(names) <= set(DROP_INS):
             key = ("import", node.lineno, node.level, node.module or "")
             self.import_keys[target] = key
-            self.add(node, REWRITE, "imports %s from %s: becomes 'from %s import %s'"
-                     % (", ".join(names), where, COMPAT_MODULE, ", ".join(names)), edit=key)
+            self.add(node, REWRITE, f'imports {", ".join(names)} from {where}: becomes \'from '
+                                    f'{COMPAT_MODULE} import {", ".join(names)}\'', edit=key)
         else:
-            self.add(node, CHECK, "imports %s from %s: %s provides only %s; change it by "
-                     "hand" % (", ".join(names), where, COMPAT_MODULE, " and ".join(DROP_INS)))
+            self.add(node, CHECK, f'imports {", ".join(names)} from {where}: {COMPAT_MODULE} '
+                                  f'provides only {" and ".join(DROP_INS)}; change it by hand')
 
     def _import(self, node):
         for alias in node.names:
             target = self.scan.resolve(self.rel, alias.name, 0)
             if target is not None:
-                self.add(node, CHECK, "imports the vendored %s as a module: import %s from "
-                         "%s instead, by hand" % (target, " / ".join(DROP_INS), COMPAT_MODULE))
+                self.add(node, CHECK, f'imports the vendored {target} as a module: import '
+                                      f'{" / ".join(DROP_INS)} from {COMPAT_MODULE} instead, by '
+                                      'hand')
 
     # per scope: constructions, method calls, optimizer_params, prefetching
     def _scope(self, scope):
@@ -157,18 +158,17 @@ class FileChecks:
         given = {kw.arg for kw in node.keywords}
         passed = [name for name, position in zip(care[::2], care[1::2])
                   if name in given or len(node.args) > position]
-        detail = " with %s" % ", ".join(passed) if passed else ""
+        detail = f' with {", ".join(passed)}' if passed else ""
         notes = sorted({CARE_NOTES[name] for name in passed if name in CARE_NOTES})
-        text = "%s(...)%s: the drop-in keeps the fork's behaviour%s" % (
-            cls, detail, "".join("; " + note for note in notes))
+        text = (f'{cls}(...){detail}: the drop-in keeps the fork\'s behaviour'
+               f'{"".join("; " + note for note in notes)}')
         copy = self.scan.copies.get(copy_rel) if copy_rel is not None else None
         if copy is not None and not copy.revision.covered:
             rule = copy.rule[0]
-            self.add(node, CHECK, "%s(...)%s of the kept modified copy %s: stays that copy's "
-                     "until its import is moved by hand%s" % (
-                         cls, detail, copy_rel, "; then pass fixed_param_rule=%r, its rule"
-                         % rule if rule == "startswith" and "fixed_param_prefix" in passed
-                         else ""))
+            then = (f"; then pass fixed_param_rule={rule!r}, its rule"
+                    if rule == "startswith" and "fixed_param_prefix" in passed else "")
+            self.add(node, CHECK, f"{cls}(...){detail} of the kept modified copy {copy_rel}: stays "
+                     f"that copy's until its import is moved by hand{then}")
             return
         if "fixed_param_prefix" not in passed:
             self.add(node, OK, text)
@@ -180,32 +180,30 @@ class FileChecks:
         not compat's default."""
         if "fixed_param_rule" in given:
             rule = _constant(next(k.value for k in node.keywords if k.arg == "fixed_param_rule"))
-            self.add(node, OK, "%s; fixed_param_prefix freezes by fixed_param_rule=%r"
-                     % (text, rule))
+            self.add(node, OK, f"{text}; fixed_param_prefix freezes by fixed_param_rule={rule!r}")
             return
         copy = self.scan.copies.get(copy_rel) if copy_rel is not None else None
         rule, line, source = copy.rule if copy is not None else (DEFAULT_RULE, 0, "")
-        where = "%s:%d" % (copy_rel, line) if copy is not None else None
+        where = f"{copy_rel}:{line}" if copy is not None else None
         if rule in (None, DEFAULT_RULE):
-            origin = " (%s: %s)" % (where, source) if where and source else ""
-            self.add(node, OK, "%s; fixed_param_prefix freezes by the substring rule%s"
-                     % (text, origin))
+            origin = f" ({where}: {source})" if where and source else ""
+            self.add(node, OK, f"{text}; fixed_param_prefix freezes by the substring rule{origin}")
         elif rule == "other":
-            self.add(node, CHECK, "%s; but %s freezes by '%s', neither rule compat knows: "
-                     "pass fixed_param_names yourself" % (text, where, source))
+            self.add(node, CHECK, f"{text}; but {where} freezes by '{source}', neither rule compat "
+                                  "knows: pass fixed_param_names yourself")
         else:
             self._write_rule(node, text, rule, where, source, copy_rel)
 
     def _write_rule(self, node, text, rule, where, source, copy_rel):
         insertion = _keyword_insertion(node, self.lines, self.view_lines,
-                                       "fixed_param_rule=%r" % rule)
+                                       f"fixed_param_rule={rule!r}")
         key = self.import_keys.get(copy_rel)
-        message = ("%s; fixed_param_prefix freezes by %s (%s: %s), not compat's default "
-                   "substring rule: " % (text, rule, where, source))
+        message = (f"{text}; fixed_param_prefix freezes by {rule} ({where}: {source}), not "
+                   "compat's default substring rule: ")
         if insertion is None or key is None:
-            self.add(node, CHECK, message + "add fixed_param_rule=%r by hand" % rule)
+            self.add(node, CHECK, message + f"add fixed_param_rule={rule!r} by hand")
         else:
-            self.add(node, REWRITE, message + "adds fixed_param_rule=%r" % rule,
+            self.add(node, REWRITE, message + f"adds fixed_param_rule={rule!r}",
                      edit=("keyword",) + insertion + (key,))
 
     def _method_call(self, node, receiver, cls, copy_rel):
@@ -213,35 +211,36 @@ class FileChecks:
         if method not in STOCK_PARAMETERS:
             return
         accepted = STOCK_PARAMETERS[method] + COMPAT_EXTRAS.get(method, ())
-        where = "%s.%s" % (receiver, method)
+        where = f"{receiver}.{method}"
         unknown = [k.arg for k in node.keywords if k.arg is not None and k.arg not in accepted]
         if unknown:
-            self.add(node, CHECK, "%s(%s): stock Module.%s and mxpatch_bind.compat take no "
-                     "%s%s" % (where, ", ".join(k + "=" for k in unknown), method,
-                               ", ".join(unknown), self._copy_note(copy_rel, method)))
+            self.add(node, CHECK, f'{where}({", ".join(k + "=" for k in unknown)}): stock Module.'
+                                  f'{method} and mxpatch_bind.compat take no {", ".join(unknown)}'
+                                  f'{self._copy_note(copy_rel, method)}')
         copy_params = self._copy_parameters(copy_rel, cls, method)
         stock = STOCK_PARAMETERS[method]
         for index, _ in enumerate(node.args):
             theirs = copy_params[index] if index < len(copy_params) else None
             ours = stock[index] if index < len(stock) else None
             if ours is None or (theirs is not None and theirs != ours):
-                self.add(node, CHECK, "%s: positional argument %d is %s in %s but %s in "
-                         "stock Module.%s; pass it by keyword, or port the copy's change"
-                         % (where, index + 1, theirs or "not a parameter",
-                            copy_rel or COMPAT_MODULE, ours or "not a parameter", method))
+                self.add(node, CHECK, f'{where}: positional argument {index + 1} is '
+                                      f'{theirs or "not a parameter"} in '
+                                      f'{copy_rel or COMPAT_MODULE} but {ours or "not a parameter"}'
+                                      f' in stock Module.{method}; pass it by keyword, or port the '
+                                      'copy\'s change')
                 break
 
     def _copy_note(self, copy_rel, method):
         copy = self.scan.copies.get(copy_rel) if copy_rel is not None else None
         if copy is None:
             return ""
-        return " (%s's %s: %s)" % (copy_rel, method, copy.summary())
+        return f" ({copy_rel}'s {method}: {copy.summary()})"
 
     def _copy_parameters(self, copy_rel, cls, method):
         copy = self.scan.copies.get(copy_rel) if copy_rel is not None else None
         if copy is None:
             return []
-        signature = copy.signatures.get("%s.%s" % (cls, method))
+        signature = copy.signatures.get(f"{cls}.{method}")
         if signature is None:
             return []
         from ._migrate_fork import parameters
@@ -249,11 +248,11 @@ class FileChecks:
 
     def _attribute(self, node):
         if node.attr == "_preload_opt_states":
-            self.add(node, OK, "%s: resumes the optimizer states; stock init_optimizer "
-                     "honours it too" % (dotted(node) or "_preload_opt_states"))
+            self.add(node, OK, f'{(dotted(node) or "_preload_opt_states")}: resumes the optimizer '
+                               'states; stock init_optimizer honours it too')
         elif node.attr == "_curr_module":
-            self.add(node, CHECK, "%s: the fork's inner module; a drop-in module is a stock "
-                     "Module, use it directly" % (dotted(node) or "_curr_module"))
+            self.add(node, CHECK, f'{(dotted(node) or "_curr_module")}: the fork\'s inner module; '
+                                  'a drop-in module is a stock Module, use it directly')
 
     def _optimizer_params(self, call, value, assigned):
         if _sets_rescale_grad(value, assigned, call.lineno) is True:
@@ -262,14 +261,14 @@ class FileChecks:
         origin = self.fork_objects.get(receiver)
         copy = self.scan.copies.get(origin[1]) if origin and origin[1] else None
         if origin is not None and (copy is None or copy.rescale_default == "devices"):
-            self.add(call, OK, "optimizer_params without rescale_grad on %s: the drop-in "
-                     "keeps the fork's default 1/(number of devices); stock Module's is "
-                     "1/(total samples)" % receiver)
+            self.add(call, OK, f"optimizer_params without rescale_grad on {receiver}: the drop-in "
+                               "keeps the fork's default 1/(number of devices); stock Module's is "
+                               "1/(total samples)")
         elif copy is not None:
-            self.add(call, CHECK, "optimizer_params without rescale_grad on %s: %s wraps "
-                     "stock Module and scaled by 1/(total samples); the drop-in scales by "
-                     "1/(number of devices): set rescale_grad explicitly"
-                     % (receiver, origin[1]))
+            self.add(call, CHECK, f"optimizer_params without rescale_grad on {receiver}: "
+                                  f"{origin[1]} wraps stock Module and scaled by 1/(total "
+                                  "samples); the drop-in scales by 1/(number of devices): set "
+                                  "rescale_grad explicitly")
         else:
             self.add(call, CHECK, "optimizer_params without rescale_grad: stock Module scales "
                      "by 1/(total samples), the fork by 1/(number of devices); set "
@@ -280,10 +279,10 @@ class FileChecks:
             (kw.value for kw in call.keywords if kw.arg == "iters"), None)
         loaders = sorted(self._loader_classes(wrapped, assigned, call.lineno))
         if loaders:
-            self.add(call, CHECK, "%s around %s, a per-device loader: it reads provide_data "
-                     "as one flat list (batch_size = provide_data[0][1][0]); keep the fork's "
-                     "utils/PrefetchingIter or use mxpatch_bind.PerDevicePrefetchingIter"
-                     % (dotted(call.func), ", ".join(loaders)))
+            self.add(call, CHECK, f'{dotted(call.func)} around {", ".join(loaders)}, a per-device '
+                                  'loader: it reads provide_data as one flat list (batch_size = '
+                                  'provide_data[0][1][0]); keep the fork\'s utils/PrefetchingIter '
+                                  'or use mxpatch_bind.PerDevicePrefetchingIter')
 
     def _loader_classes(self, node, assigned, line):
         if isinstance(node, (ast.List, ast.Tuple)):

@@ -92,6 +92,6 @@ def port(text: str, filename: str) -> tuple[str, list[tuple[int, str]]]:
     try:
         compile(ported, filename, "exec", dont_inherit=True)
     except SyntaxError as error:
-        raise EditError("the 2to3 fixers' output does not compile (%s at line %s): "
-                        "not written; port it by hand" % (error.msg, error.lineno)) from None
+        raise EditError(f"the 2to3 fixers' output does not compile ({error.msg} at line "
+                        f"{error.lineno}): not written; port it by hand") from None
     return ported, warnings

@@ -76,8 +76,8 @@ def walk(path: Path) -> tuple[Path, list[Entry]]:
                     entries.append(entry)
     for error in unlisted:  # an unreadable directory: say so instead of skipping it silently
         rel = PurePosixPath(Path(error.filename).relative_to(path).as_posix())
-        entries.append(Entry(rel, Path(error.filename), problem="cannot list directory: %s"
-                             % (error.strerror or error,)))
+        entries.append(Entry(rel, Path(error.filename), problem="cannot list directory: "
+                                                                f"{error.strerror or error}"))
     return path, entries
 
 
@@ -88,24 +88,21 @@ def _entry(root, path, root_real):
             return _link_entry(rel, path, root_real)
         mode = path.lstat().st_mode
     except OSError as error:
-        return Entry(rel, path, problem="cannot stat: %s" % (error.strerror or error,))
+        return Entry(rel, path, problem=f"cannot stat: {error.strerror or error}")
     if not stat.S_ISREG(mode):
-        return Entry(rel, path, problem="not a regular file (%s): skipped" % _kind(mode))
+        return Entry(rel, path, problem=f"not a regular file ({_kind(mode)}): skipped")
     return Entry(rel, path)
 
 
 def _link_entry(rel, path, root_real):
     target = Path(os.path.realpath(path))
     if not target.exists():
-        return Entry(rel, path, problem="dangling symbolic link to %s: skipped"
-                     % os.readlink(path))
+        return Entry(rel, path, problem=f"dangling symbolic link to {os.readlink(path)}: skipped")
     if not stat.S_ISREG(target.stat().st_mode):
-        return Entry(rel, path, problem="symbolic link to %s, not a regular file: skipped"
-                     % (target,))
+        return Entry(rel, path, problem=f"symbolic link to {target}, not a regular file: skipped")
     if _is_within(target, root_real):
         return None  # scanned under the target's own name
-    return Entry(rel, path, read_only="a symbolic link to %s, outside PATH: not written"
-                 % (target,))
+    return Entry(rel, path, read_only=f"a symbolic link to {target}, outside PATH: not written")
 
 
 def _is_within(path, root):
@@ -122,7 +119,7 @@ def _kind(mode):
                        (stat.S_ISDIR, "a directory")):
         if test(mode):
             return word
-    return "mode %o" % mode
+    return f"mode {mode:o}"
 
 
 def read(path: Path) -> Source:
@@ -136,7 +133,7 @@ def read(path: Path) -> Source:
     try:
         data = path.read_bytes()
     except OSError as error:
-        raise FileProblem("cannot read: %s" % (error.strerror or error,), io_error=True) from None
+        raise FileProblem(f"cannot read: {error.strerror or error}", io_error=True) from None
     return decode(data)
 
 
@@ -145,15 +142,15 @@ def decode(data: bytes) -> Source:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        raise FileProblem("cannot read: %s" % (error,)) from None
+        raise FileProblem(f"cannot read: {error}") from None
     bom = encoding == "utf-8-sig"
     body = data[len(codecs.BOM_UTF8):] if bom else data
     codec = "utf-8" if bom else encoding
     try:
         return Source(body.decode(codec), codec, bom)
     except UnicodeDecodeError as error:
-        raise FileProblem("cannot read: not %s (%s); declare its encoding with a "
-                          "'# -*- coding: NAME -*-' line" % (codec, error.reason)) from None
+        raise FileProblem(f"cannot read: not {codec} ({error.reason}); declare its encoding with a "
+                          "'# -*- coding: NAME -*-' line") from None
 
 
 def lenient_text(path: Path) -> str:
@@ -189,8 +186,8 @@ def write_atomically(path: Path, data: bytes) -> None:
         temporary = None
         _fsync_directory(path.parent)
     except OSError as error:
-        raise FileProblem("write failed, the file is unchanged: %s"
-                          % (error.strerror or error,), io_error=True) from None
+        raise FileProblem(f"write failed, the file is unchanged: {error.strerror or error}",
+                          io_error=True) from None
     finally:
         if temporary is not None:
             _remove_quietly(temporary)
@@ -207,7 +204,7 @@ def delete(path: Path) -> None:
     try:
         path.unlink()
     except OSError as error:
-        raise FileProblem("delete failed: %s" % (error.strerror or error,),
+        raise FileProblem(f"delete failed: {error.strerror or error}",
                           io_error=True) from None
 
 

@@ -160,13 +160,13 @@ def signatures(tree: ast.Module) -> dict[str, str]:
             continue
         for node in cls.body:
             if isinstance(node, ast.FunctionDef):
-                out["%s.%s" % (name, node.name)] = "(%s)" % ast.unparse(node.args)
+                out[f"{name}.{node.name}"] = f"({ast.unparse(node.args)})"
     return out
 
 
 def parameters(signature: str) -> list[tuple[str, str | None]]:
     """``[(name, default source or None)]`` of a ``'(self, a, b=1)'`` signature string."""
-    args = ast.parse("def f%s: pass" % signature).body[0].args  # type: ignore[attr-defined]
+    args = ast.parse(f"def f{signature}: pass").body[0].args  # type: ignore[attr-defined]
     positional = args.posonlyargs + args.args
     defaults = [None] * (len(positional) - len(args.defaults)) + args.defaults
     out = [(a.arg, None if d is None else ast.unparse(d)) for a, d in zip(positional, defaults)]
@@ -201,7 +201,7 @@ def _differences(found, known):
     for method, signature in sorted(found.items()):
         seen = [k[method] for k in known if method in k]
         if not seen:
-            out.append("method %s%s" % (method, signature))
+            out.append(f"method {method}{signature}")
             continue
         if signature in seen:
             continue
@@ -214,15 +214,14 @@ def _differences(found, known):
 def _parameter_differences(method, params, seen):
     names = [n for n, _ in params]
     known_names = {n for s in seen for n, _ in s}
-    out = ["%s: parameter %s that no known revision has" % (method, n)
+    out = [f"{method}: parameter {n} that no known revision has"
            for n in names if n not in known_names]
     for n, default in params:
         known_defaults = {d for s in seen for m, d in s if m == n}
         if n in known_names and default not in known_defaults:
-            out.append("%s: %s defaults to %s (known revisions: %s)" % (
-                method, n, default, " or ".join(sorted(map(str, known_defaults)))))
+            out.append(f'{method}: {n} defaults to {default} (known revisions: '
+                       f'{" or ".join(sorted(map(str, known_defaults)))})')
     orders = {tuple(m for m, _ in s if m in names) for s in seen}
     if not out and tuple(n for n in names if n in known_names) not in orders:
-        out.append("%s: parameters in an order no known revision has: %s"
-                   % (method, ", ".join(names)))
+        out.append(f'{method}: parameters in an order no known revision has: {", ".join(names)}')
     return out

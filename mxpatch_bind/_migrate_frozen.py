@@ -84,9 +84,9 @@ def prefix_lists(root: Path, trees: dict) -> list[Prefixes]:
     found: dict[tuple, Prefixes] = {}
     for rel, tree in sorted(trees.items()):
         for line, prefixes in _python_lists(tree):
-            _note(found, prefixes, "%s:%d" % (rel, line))
+            _note(found, prefixes, f"{rel}:{line}")
     for rel, line, prefixes in _yaml_lists(root):
-        _note(found, prefixes, "%s:%d" % (rel, line))
+        _note(found, prefixes, f"{rel}:{line}")
     return list(found.values())
 
 

@@ -80,12 +80,12 @@ def _refactor(tool, text, filename):
     try:
         tree = tool.refactor_string(text + "\n" if added else text, filename)
     except ParseError as error:
-        raise Python2Error("not Python 2 either (%s)" % (error.msg,),
+        raise Python2Error(f"not Python 2 either ({error.msg})",
                            error.context[1][0] if error.context else 1) from None
     except (TokenError, IndentationError, SyntaxError) as error:
         line = getattr(error, "lineno", None) or (error.args[1][0] if len(error.args) > 1
                                                   and isinstance(error.args[1], tuple) else 1)
-        raise Python2Error("not Python 2 either (%s)" % (error.args[0],), line) from None
+        raise Python2Error(f"not Python 2 either ({error.args[0]})", line) from None
     out = str(tree)
     return out[:-1] if added and out.endswith("\n") else out
 
@@ -202,7 +202,7 @@ def _marker(node, assigned, directory, in_package):
         if head in PY2_MODULES:
             return "from " + node.module + " import"
         if in_package and _is_local(directory, head):
-            return "implicit relative import 'from %s import'" % node.module
+            return f"implicit relative import 'from {node.module} import'"
     return None
 
 

@@ -53,7 +53,7 @@ class Copy:
     def summary(self):
         """What makes this copy more than a revision compat covers, in a few words."""
         if self.revision.name is not None:
-            return "known revision %s: %s" % (self.revision.name, self.revision.note)
+            return f"known revision {self.revision.name}: {self.revision.note}"
         return "; ".join(self.revision.differences) or "an abridged known revision"
 
 
@@ -102,8 +102,8 @@ class Scan:
         try:
             self._parse(entry, source)
         except (RecursionError, MemoryError) as error:
-            self.add(entry.rel, 1, CHECK, "cannot analyse: %s (nested too deeply or too "
-                     "large); look at it by hand" % type(error).__name__)
+            self.add(entry.rel, 1, CHECK, f"cannot analyse: {type(error).__name__} (nested too "
+                                          "deeply or too large); look at it by hand")
             self.unparsed[entry.rel] = source.text
 
     def _parse(self, entry, source):
@@ -116,15 +116,16 @@ class Scan:
                                       (entry.path.parent / "__init__.py").is_file())
         python2 = None
         if markers:
-            more = " and %d more" % (len(markers) - 1) if len(markers) > 1 else ""
-            python2 = ("%s at line %d%s" % (markers[0][1], markers[0][0], more), markers[0][0])
+            more = f" and {(len(markers) - 1)} more" if len(markers) > 1 else ""
+            python2 = (f"{markers[0][1]} at line {markers[0][0]}{more}", markers[0][0])
         self.files[entry.rel] = Parsed(entry, source, tree, source.text, python2)
 
     def _parse_python2(self, entry, source, error):
-        reason = "%s at line %d" % (error.msg, error.lineno or 1)
+        reason = f"{error.msg} at line {error.lineno or 1}"
         if not py2.available():
-            self.add(entry.rel, error.lineno or 1, CHECK, "cannot parse (%s; Python 2 code?): "
-                     "%s (fissix) to read Python 2" % (error.msg, INSTALL_EXTRA))
+            self.add(entry.rel, error.lineno or 1, CHECK, f"cannot parse ({error.msg}; Python 2 "
+                                                          f"code?): {INSTALL_EXTRA} (fissix) to "
+                                                          "read Python 2")
             self.unparsed[entry.rel] = source.text
             return
         try:
@@ -132,8 +133,8 @@ class Scan:
             tree = ast.parse(view, filename=str(entry.path))
         except (py2.Python2Error, SyntaxError) as failure:
             line = getattr(failure, "lineno", None) or error.lineno or 1
-            self.add(entry.rel, line, CHECK, "cannot parse as Python 3 (%s) nor as Python 2 "
-                     "(%s): look at it by hand" % (reason, failure))
+            self.add(entry.rel, line, CHECK, f"cannot parse as Python 3 ({reason}) nor as Python 2 "
+                                             f"({failure}): look at it by hand")
             self.unparsed[entry.rel] = source.text
             return
         self.files[entry.rel] = Parsed(entry, source, tree, view, (reason, error.lineno or 1))
@@ -141,7 +142,7 @@ class Scan:
     # ----------------------------------------------------------------------- findings
     def add(self, rel, line, action, message, edit=None, needs=()):
         if edit not in (None, IO_ERROR, ("delete",)) and rel in self.read_only:
-            action, message, edit = CHECK, "%s; but %s" % (message, self.read_only[rel]), None
+            action, message, edit = CHECK, f"{message}; but {self.read_only[rel]}", None
         self.out.append(self.finding(str(rel), line, action, message, edit, needs))
 
     def findings(self):
@@ -151,8 +152,8 @@ class Scan:
             try:
                 FileChecks(self, rel, parsed.tree, parsed.lines, parsed.view_lines).run()
             except (RecursionError, MemoryError) as error:
-                self.add(rel, 1, CHECK, "cannot analyse: %s; look at it by hand"
-                         % type(error).__name__)
+                self.add(rel, 1, CHECK, f"cannot analyse: {type(error).__name__}; look at it by "
+                                        "hand")
             if parsed.python2 is not None:
                 self._python2_findings(rel, parsed)
         self._frozen_findings()
@@ -161,21 +162,23 @@ class Scan:
 
     def _python2_findings(self, rel, parsed):
         reason, line = parsed.python2
-        self.add(rel, line, PORT, "Python 2 code (%s): --to-python3 ports it with the "
-                 "2to3 fixers" % reason, edit=("port", parsed.entry.path.name))
+        self.add(rel, line, PORT, f"Python 2 code ({reason}): --to-python3 ports it with the 2to3 "
+                                  "fixers", edit=("port", parsed.entry.path.name))
         divisions = sorted({n.lineno for n in ast.walk(parsed.tree) if isinstance(n, ast.BinOp)
                             and isinstance(n.op, ast.Div)})
         if divisions:
-            self.add(rel, divisions[0], CHECK, "'/' at line%s %s: 2to3 leaves it, and on "
-                     "Python 3 it divides integers to a float; use '//' where an integer "
-                     "was meant" % ("s" if len(divisions) > 1 else "", _lines(divisions)))
+            self.add(rel, divisions[0], CHECK, f'\'/\' at line{"s" if len(divisions) > 1 else ""} '
+                                               f'{_lines(divisions)}: 2to3 leaves it, and on '
+                                               'Python 3 it divides integers to a float; use '
+                                               '\'//\' where an integer was meant')
         nexts = sorted({n.lineno for n in ast.walk(parsed.tree) if isinstance(n, ast.Call)
                         and isinstance(n.func, ast.Attribute) and n.func.attr == "next"
                         and not n.args})
         if nexts:
-            self.add(rel, nexts[0], CHECK, ".next() at line%s %s: kept as it is (an MXNet "
-                     "DataIter has next() on Python 3 too); a generator or file needs "
-                     "next(x)" % ("s" if len(nexts) > 1 else "", _lines(nexts)))
+            self.add(rel, nexts[0], CHECK, f'.next() at line{"s" if len(nexts) > 1 else ""} '
+                                           f'{_lines(nexts)}: kept as it is (an MXNet DataIter has '
+                                           'next() on Python 3 too); a generator or file needs '
+                                           'next(x)')
 
     # ----------------------------------------------------------------------- frozen sets
     def _frozen_findings(self):
@@ -201,22 +204,23 @@ class Scan:
         own = frozen.frozen(names, found.prefixes, rule)
         default = frozen.frozen(names, found.prefixes, DEFAULT_RULE)
         dead = frozen.dead_prefixes(names, found.prefixes, rule)
-        more = " and %d more configs" % (found.count - 1) if found.count > 1 else ""
-        listed = "FIXED_PARAMS %s (%s%s)" % (list(found.prefixes), found.where, more)
+        more = f" and {(found.count - 1)} more configs" if found.count > 1 else ""
+        listed = f"FIXED_PARAMS {list(found.prefixes)} ({found.where}{more})"
         if rule != DEFAULT_RULE and own != default:
             extra = sorted(default - own)
-            self.add(rel, line, OK, "%s: this copy's %s rule froze %d of the %d arguments the "
-                     "repo's symbols name; compat's default substring rule would freeze %d "
-                     "(%d more, e.g. %s): the constructions get fixed_param_rule=%r, which "
-                     "keeps the %d" % (listed, rule, len(own), len(names), len(default),
-                                       len(extra), ", ".join(extra[:4]), rule, len(own)))
+            self.add(rel, line, OK, f'{listed}: this copy\'s {rule} rule froze {len(own)} of the '
+                                    f'{len(names)} arguments the repo\'s symbols name; compat\'s '
+                                    f'default substring rule would freeze {len(default)} ('
+                                    f'{len(extra)} more, e.g. {", ".join(extra[:4])}): the '
+                                    f'constructions get fixed_param_rule={rule!r}, which keeps the '
+                                    f'{len(own)}')
         if dead:
-            also = ("; by substring they would freeze %d more"
-                    % len(frozen.frozen(names, dead, DEFAULT_RULE)) if rule != DEFAULT_RULE
+            also = (("; by substring they would freeze "
+                    f"{len(frozen.frozen(names, dead, DEFAULT_RULE))} more") if rule != DEFAULT_RULE
                     else "")
-            self.add(rel, line, CHECK, "%s: under this copy's %s rule %s freeze nothing of "
-                     "the repo's symbols, probably not what was meant%s"
-                     % (listed, rule, ", ".join(map(repr, dead)), also))
+            self.add(rel, line, CHECK, f'{listed}: under this copy\'s {rule} rule '
+                                       f'{", ".join(map(repr, dead))} freeze nothing of the '
+                                       f'repo\'s symbols, probably not what was meant{also}')
 
     def resolve(self, rel, module, level):
         """The vendored copy an import refers to, or None (by sys.path-like lookup: the
@@ -261,36 +265,36 @@ class Scan:
             for importer, line, target, key in imports:
                 if target in deletable and importer not in deletable and key is None:
                     deletable.discard(target)
-                    blockers.setdefault(target, []).append("%s:%d" % (importer, line))
+                    blockers.setdefault(target, []).append(f"{importer}:{line}")
                     changed = True
         for rel, copy in sorted(self.copies.items()):
             self._copy_finding(rel, copy, rel in deletable, blockers.get(rel, []), imports)
 
     def _copy_finding(self, rel, copy, deletable, blockers, imports):
-        what = "vendored copy of the fork's %s" % copy.kind
+        what = f"vendored copy of the fork's {copy.kind}"
         if not copy.revision.covered:
-            self.add(rel, 1, CHECK, "%s, modified: kept (%s); mxpatch_bind.compat does not "
-                     "do this" % (what, copy.summary()))
+            self.add(rel, 1, CHECK, f"{what}, modified: kept ({copy.summary()}); "
+                                    "mxpatch_bind.compat does not do this")
         elif not deletable:
             kept = sorted(set(blockers))
-            self.add(rel, 1, CHECK, "%s: kept, still imported by %s (imports that --write "
-                     "cannot rewrite)" % (what, ", ".join(kept)))
+            self.add(rel, 1, CHECK, f'{what}: kept, still imported by {", ".join(kept)} (imports '
+                                    'that --write cannot rewrite)')
         else:
             needs = tuple(sorted({(str(i), line) for i, line, target, key in imports
                                   if target == rel and key is not None}))
-            self.add(rel, 1, DELETE, "%s: delete it (stock MXNet with mxpatch_bind replaces "
-                     "it)%s" % (what, _revision_words(copy)), edit=("delete",), needs=needs)
+            self.add(rel, 1, DELETE, f"{what}: delete it (stock MXNet with mxpatch_bind replaces "
+                                     f"it){_revision_words(copy)}", edit=("delete",), needs=needs)
 
 
 def _revision_words(copy):
     if copy.revision.note:
-        return "; %s" % copy.revision.note
+        return f"; {copy.revision.note}"
     return ""
 
 
 def _lines(numbers):
     shown = ", ".join(map(str, numbers[:8]))
-    return shown + (" and %d more" % (len(numbers) - 8) if len(numbers) > 8 else "")
+    return shown + (f" and {(len(numbers) - 8)} more" if len(numbers) > 8 else "")
 
 
 def _tree_imports(tree):

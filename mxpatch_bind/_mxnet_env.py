@@ -60,7 +60,7 @@ class MXNetEnvironmentError(ImportError):
     """
 
     def __init__(self, message: str, fix: str) -> None:
-        super().__init__("%s; fix: %s" % (message, fix))
+        super().__init__(f"{message}; fix: {fix}")
         self.fix = fix
 
 
@@ -89,9 +89,9 @@ class NumpyTooNewError(MXNetEnvironmentError):
     """
 
     def __init__(self, alias: str) -> None:
-        super().__init__("MXNet %s cannot be imported with numpy %s: numpy 1.24 removed "
-                         "np.%s, which MXNet 1.x uses" % (_mxnet_version(), _numpy_version(),
-                                                           alias), numpy_fix())
+        super().__init__(f"MXNet {_mxnet_version()} cannot be imported with numpy "
+                         f"{_numpy_version()}: numpy 1.24 removed np.{alias}, "
+                         "which MXNet 1.x uses", numpy_fix())
 
 
 class MXNetLibraryError(MXNetEnvironmentError):
@@ -104,7 +104,7 @@ class MXNetLibraryError(MXNetEnvironmentError):
     """
 
     def __init__(self, error: OSError) -> None:
-        super().__init__("MXNet's native library failed to load (%s)" % error, LIBRARY_FIX)
+        super().__init__(f"MXNet's native library failed to load ({error})", LIBRARY_FIX)
 
 
 def import_mxnet() -> types.ModuleType:
@@ -230,7 +230,7 @@ def python_fix(version: Sequence[int]) -> str:
     'use Python 3.11 (3.9 to 3.11 work): ... no wheels for Python 3.12'
     """
     return ("use Python 3.11 (3.9 to 3.11 work): MXNet 1.x needs numpy<1.24, which has no "
-            "wheels for Python %d.%d" % tuple(version[:2]))
+            f"wheels for Python {version[0]}.{version[1]}")
 
 
 def numpy_fix(version: Optional[Sequence[int]] = None) -> str:

@@ -42,7 +42,7 @@ def conv_classifier(num_classes: int, filters: Sequence[int] = (4,), pool: str =
     net = mx.sym.Variable("data")
     for index, num_filter in enumerate(filters):
         stride = (2, 2) if index else (1, 1)
-        name = "conv%d" % index if len(filters) > 1 else "conv"
+        name = f"conv{index}" if len(filters) > 1 else "conv"
         net = mx.sym.Convolution(net, num_filter=num_filter, kernel=(3, 3), pad=(1, 1),
                                  stride=stride, name=name)
         if batch_norm and index == 0:
@@ -100,9 +100,9 @@ def contexts_from_env(variable: str, count: int = 2) -> List[Any]:
     if kind == "cpu":
         return [mx.cpu(i) for i in range(count)]
     if kind != "gpu":
-        raise ValueError("%s=%r; expected 'cpu' (the default) or 'gpu'"
-                         % (variable, os.environ[variable]))
+        raise ValueError(f"{variable}={os.environ[variable]!r}; expected 'cpu' (the default) or "
+                         "'gpu'")
     num_gpus = mx.context.num_gpus()
     if not num_gpus:
-        raise ValueError("%s=gpu but MXNet sees no GPU (mx.context.num_gpus() is 0)" % variable)
+        raise ValueError(f"{variable}=gpu but MXNet sees no GPU (mx.context.num_gpus() is 0)")
     return [mx.gpu(i % num_gpus) for i in range(count)]

@@ -176,7 +176,7 @@ def _resolve(path):
             # A class's own __dict__ holds the function itself (or a wrapper of it).
             obj = vars(obj)[name] if name in vars(obj) else getattr(obj, name)
         return obj
-    raise ImportError("no module of %r can be imported" % (path,))
+    raise ImportError(f"no module of {path!r} can be imported")
 
 
 def _split_module(path, names):
@@ -184,7 +184,7 @@ def _split_module(path, names):
     for cut in range(len(parts) - 1, 0, -1):
         if "/".join(parts[:cut]) + ".py" in names:
             return ".".join(parts[:cut]), ".".join(parts[cut:])
-    raise KeyError("no module file of %r in the wheel" % (path,))
+    raise KeyError(f"no module file of {path!r} in the wheel")
 
 
 def _find(tree, names):
@@ -194,7 +194,7 @@ def _find(tree, names):
         found = [n for n in body if isinstance(n, (wanted, ast.AsyncFunctionDef))
                  and n.name == name]
         if not found:
-            raise KeyError("%s not found" % ".".join(names[:depth + 1]))
+            raise KeyError(f'{".".join(names[:depth + 1])} not found')
         node = found[-1]  # the last definition wins, as at import
         body = node.body
     return node
@@ -207,9 +207,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     for wheel in args.wheels:
         version, fingerprints = wheel_fingerprints(wheel)
-        print("# %s: mxnet.__version__ %r" % (wheel, version))
+        print(f"# {wheel}: mxnet.__version__ {version!r}")
         for path, value in fingerprints.items():
-            print("%s %s" % (path, value))
+            print(f"{path} {value}")
 
 
 if __name__ == "__main__":

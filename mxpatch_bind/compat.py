@@ -237,14 +237,14 @@ def fixed_param_names_from_prefix(symbol: Any, fixed_param_prefix: Optional[Sequ
     """
     matches_rule = _FIXED_PARAM_RULES.get(rule) if isinstance(rule, str) else None
     if matches_rule is None:
-        raise ValueError("fixed_param_rule must be one of %s; got %r"
-                         % (sorted(_FIXED_PARAM_RULES), rule))
+        raise ValueError(f"fixed_param_rule must be one of {sorted(_FIXED_PARAM_RULES)}; got "
+                         f"{rule!r}")
     if fixed_param_prefix is None:
         return []
     prefixes = None if isinstance(fixed_param_prefix, str) else _list_or_none(fixed_param_prefix)
     if prefixes is None or not all(isinstance(p, str) for p in prefixes):
-        raise TypeError("fixed_param_prefix must be a list of str, e.g. ['conv1', 'gamma']; "
-                        "got %r" % (fixed_param_prefix,))
+        raise TypeError("fixed_param_prefix must be a list of str, e.g. ['conv1', 'gamma']; got "
+                        f"{fixed_param_prefix!r}")
     matches = [name for name in symbol.list_arguments()
                for prefix in prefixes if matches_rule(name, prefix)]
     return list(dict.fromkeys(matches))
@@ -269,14 +269,14 @@ def _iterable(value, what):
     try:
         return list(value)
     except TypeError:
-        raise TypeError("%s must be a list; got %r" % (what, value)) from None
+        raise TypeError(f"{what} must be a list; got {value!r}") from None
 
 
 def _as_contexts(context):
     contexts = [context] if isinstance(context, mx.Context) else _iterable(context, "context")
     if not contexts or not all(isinstance(c, mx.Context) for c in contexts):
         raise TypeError("context must be a Context or a non-empty list of Context, e.g. "
-                        "[mx.gpu(0), mx.gpu(1)]; got %r" % (context,))
+                        f"[mx.gpu(0), mx.gpu(1)]; got {context!r}")
     return contexts
 
 
@@ -285,8 +285,8 @@ def _check_work_load_list(work_load_list, contexts):
         return
     loads = _iterable(work_load_list, "work_load_list")
     if len(loads) != len(contexts) or not all(_is_load(w) for w in loads):
-        raise ValueError("work_load_list must hold one finite positive number per context "
-                         "(%d); got %r" % (len(contexts), work_load_list))
+        raise ValueError("work_load_list must hold one finite positive number per context ("
+                         f"{len(contexts)}); got {work_load_list!r}")
 
 
 def _is_load(value):
@@ -323,10 +323,9 @@ def _device_entries(spec, what, num_devices):
     if len(device_lists) == 1:
         device_lists = device_lists * num_devices
     elif len(device_lists) != num_devices:
-        raise ShapeSpecError("%s has %d per-device lists for %d contexts; expected %s, or one "
-                             "list for every context; got %r" % (what, len(device_lists),
-                                                                 num_devices, _SHAPES_FORM,
-                                                                 spec))
+        raise ShapeSpecError(f"{what} has {len(device_lists)} per-device lists for {num_devices} "
+                             f"contexts; expected {_SHAPES_FORM}, or one list for every context; "
+                             f"got {spec!r}")
     return [list(device) + shared for device in device_lists]
 
 
@@ -335,12 +334,12 @@ def _parse_max_entries(entries, what, input_names):
     for entry in entries:
         if (not isinstance(entry, (list, tuple)) or len(entry) < 2
                 or not isinstance(entry[0], str) or not _is_shape(entry[1])):
-            raise ShapeSpecError("%s entry %r is not a (name, shape) pair; expected %s"
-                                 % (what, entry, _SHAPES_FORM))
+            raise ShapeSpecError(f"{what} entry {entry!r} is not a (name, shape) pair; expected "
+                                 f"{_SHAPES_FORM}")
         name, shape = entry[0], tuple(int(n) for n in entry[1])
         if name not in input_names:
-            raise ShapeSpecError("%s names %r, which is not one of the module's inputs %r"
-                                 % (what, name, input_names))
+            raise ShapeSpecError(f"{what} names {name!r}, which is not one of the module's inputs "
+                                 f"{input_names!r}")
         parsed[name] = shape
     return parsed
 
@@ -458,7 +457,7 @@ def _fork_fit(self, train_data, eval_data=None, eval_metric='acc', epoch_end_cal
     """
     if state is not None:
         if not os.path.isfile(os.fspath(state)):
-            raise FileNotFoundError("fit(state=%r): no such optimizer-states file" % (state,))
+            raise FileNotFoundError(f"fit(state={state!r}): no such optimizer-states file")
         if self.optimizer_initialized:
             self.load_optimizer_states(state)
         else:

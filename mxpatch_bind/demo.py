@@ -115,19 +115,19 @@ def check(args: argparse.Namespace) -> None:
     >>> check(build_parser().parse_args(["--samples", "8"]))
     """
     if args.samples < args.devices * args.per_device:
-        raise UsageError("--samples %d is less than one batch of %d images (--devices %d x "
-                         "--per-device %d)" % (args.samples, args.devices * args.per_device,
-                                                args.devices, args.per_device))
+        raise UsageError(f"--samples {args.samples} is less than one batch of "
+                         f"{args.devices * args.per_device} images (--devices {args.devices} x "
+                         f"--per-device {args.per_device})")
 
 
 def _sizes(text: str) -> tuple:
     try:
         low, high = (int(part) for part in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError("expected MIN,MAX in pixels, e.g. 32,128; got %r"
-                                         % text) from None
+        raise argparse.ArgumentTypeError(
+            f"expected MIN,MAX in pixels, e.g. 32,128; got {text!r}") from None
     if not 8 <= low <= high:
-        raise argparse.ArgumentTypeError("expected 8 <= MIN <= MAX; got %r" % text)
+        raise argparse.ArgumentTypeError(f"expected 8 <= MIN <= MAX; got {text!r}")
     return low, high
 
 
@@ -222,7 +222,7 @@ class Progress:
         self.kind, self.title = _progress_kind(kind), title
         if self.kind == "tqdm":
             from tqdm import tqdm
-            self.bar = tqdm(total=total_images, desc="%-14s" % title, unit="img",
+            self.bar = tqdm(total=total_images, desc=f"{title!s:<14}", unit="img",
                             file=sys.stderr, position=position, leave=True,
                             dynamic_ncols=True,
                             bar_format="{desc} {percentage:3.0f}%|{bar}| "
@@ -263,7 +263,7 @@ class Progress:
     @staticmethod
     def _postfix(epoch: int, metric: Any, samples_per_s: float) -> str:
         name, value = metric.get()
-        return "%.1f img/s, epoch %d %s %.3f" % (samples_per_s, epoch, name, value)
+        return f"{samples_per_s:.1f} img/s, epoch {epoch} {name} {value:.3f}"
 
 
 def _progress_kind(kind: str) -> str:
@@ -390,35 +390,31 @@ def speed_up(results: List[Dict[str, Any]]) -> float:
 
 def settings(args: argparse.Namespace) -> str:
     """The settings a figure depends on, in words."""
-    return ("%d devices, %d images each, sizes %d-%d px, %d epochs, grouping window %d"
-            % (args.devices, args.per_device, args.sizes[0], args.sizes[1], args.epochs,
-               args.group_window))
+    return (f"{args.devices} devices, {args.per_device} images each, sizes {args.sizes[0]}-"
+            f"{args.sizes[1]} px, {args.epochs} epochs, grouping window {args.group_window}")
 
 
 def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> bool:
     """Print the comparison table; whether both runs reached ``--min-accuracy``."""
-    lines = ["", "%-16s %10s %14s %14s" % ("run", "samples/s", "padded pixels", "val accuracy")]
+    lines = ["", f'{"run"!s:<16} {"samples/s"!s:10} {"padded pixels"!s:14} {"val accuracy"!s:14}']
     for result in results:
-        lines.append("%-16s %10.1f %13.1f%% %13.1f%%" % (
-            result["run"], result["samples_per_s"], 100 * result["padding"],
-            100 * result["accuracy"]))
-    lines.append("speed-up of per-device over stock: %.2fx  (%s)"
-                 % (speed_up(results), settings(args)))
+        lines.append(f'{result["run"]!s:<16} {result["samples_per_s"]:10.1f} '
+                     f'{100 * result["padding"]:13.1f}% {100 * result["accuracy"]:13.1f}%')
+    lines.append(f"speed-up of per-device over stock: {speed_up(results):.2f}x  ({settings(args)})")
     failed = [r["run"] for r in results if r["accuracy"] < args.min_accuracy]
     if failed:
-        lines.append("FAILED to learn (validation accuracy below %.0f%%): %s"
-                     % (100 * args.min_accuracy, ", ".join(failed)))
+        lines.append(f'FAILED to learn (validation accuracy below {100 * args.min_accuracy:.0f}%): '
+                     f'{", ".join(failed)}')
     else:
-        lines.append("both runs learned (validation accuracy >= %.0f%%)"
-                     % (100 * args.min_accuracy))
+        lines.append(f"both runs learned (validation accuracy >= {(100 * args.min_accuracy):.0f}%)")
     print("\n".join(lines))
     return not failed
 
 
 def figure_title(results: List[Dict[str, Any]], args: argparse.Namespace) -> str:
     """The ``--plot`` figure's title: the speed-up, and the settings it was measured with."""
-    return ("per-device shapes: %.2fx the samples/s of stock padding\n(%s)"
-            % (speed_up(results), settings(args)))
+    return (f"per-device shapes: {speed_up(results):.2f}x the samples/s of stock padding\n("
+            f"{settings(args)})")
 
 
 def plot(results: List[Dict[str, Any]], args: argparse.Namespace, path: str) -> None:
@@ -437,8 +433,8 @@ def plot(results: List[Dict[str, Any]], args: argparse.Namespace, path: str) -> 
         window = max(1, len(times) // 25)
         rates = [(done[i] - done[i - window]) / (times[i] - times[i - window])
                  for i in range(window, len(times))]
-        left.plot(times[window:], rates, label="%s (%.0f img/s)"
-                  % (result["run"], result["samples_per_s"]))
+        left.plot(times[window:], rates, label=f'{result["run"]} ({result["samples_per_s"]:.0f} '
+                                               'img/s)')
     left.set_xlabel("seconds of this run's training")
     left.set_ylabel("images / s (moving)")
     left.set_title("Training throughput")
@@ -504,7 +500,7 @@ def run(args: argparse.Namespace) -> int:
     learned = report(results, args)
     if args.plot:
         plot(results, args, args.plot)
-        print("chart: %s" % args.plot)
+        print(f"chart: {args.plot}")
     return 0 if learned else 1
 
 

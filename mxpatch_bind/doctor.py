@@ -68,7 +68,7 @@ class Check:
 
     def __init__(self, name: str, level: str, text: str, details: Sequence[str] = ()) -> None:
         if level not in self.LEVELS:
-            raise ValueError("level must be one of %r, got %r" % (self.LEVELS, level))
+            raise ValueError(f"level must be one of {self.LEVELS!r}, got {level!r}")
         self.name, self.level, self.text, self.details = name, level, text, list(details)
 
     @property
@@ -76,7 +76,7 @@ class Check:
         return self.level != "FAIL"
 
     def lines(self) -> Iterator[str]:
-        yield "%-5s %s: %s" % (self.level, self.name, self.text)
+        yield f"{self.level!s:<5} {self.name}: {self.text}"
         for detail in self.details:
             yield "      " + detail
 
@@ -121,18 +121,18 @@ def run(args: argparse.Namespace) -> int:
     """
     from ._mxnet_env import quiet_subgraph_log
     quiet_subgraph_log()
-    print("mxpatch_bind %s doctor" % __version__)
+    print(f"mxpatch_bind {__version__} doctor")
     checks = []
     for check in run_checks():
         print("\n".join(check.lines()), flush=True)
         checks.append(check)
     failed = [check.name for check in checks if not check.passed]
     if failed:
-        print("%d of %d checks failed: %s" % (len(failed), len(checks), ", ".join(failed)))
+        print(f'{len(failed)} of {len(checks)} checks failed: {", ".join(failed)}')
         return 1
     warned = sum(check.level == "warn" for check in checks)
-    print("all %d checks passed%s" % (len(checks), " (%d with a warning)" % warned
-                                      if warned else ""))
+    with_warnings = f" ({warned} with a warning)" if warned else ""
+    print(f"all {len(checks)} checks passed{with_warnings}")
     return 0
 
 
@@ -148,7 +148,7 @@ def run_checks() -> Iterator[Check]:
     yield check_distribution(_mxnet_distributions())
     if mx is None or not wrapt_check.passed:
         why = "MXNet cannot be imported" if mx is None else "wrapt is missing or too old"
-        yield Check("self-test", "FAIL", "not run: %s (see above)" % why)
+        yield Check("self-test", "FAIL", f"not run: {why} (see above)")
         return
     supported = check_supported(mx)
     yield supported
@@ -204,16 +204,16 @@ def check_python(version: Sequence[int]) -> Check:
     >>> check_python((3, 12, 1)).level
     'warn'
     """
-    text = "%d.%d.%d" % tuple(version[:3])
+    text = ".".join(str(part) for part in version[:3])
     if tuple(version[:2]) == TESTED_PYTHON:
-        return Check("python", "ok", "%s, the version the test suite runs on" % text)
+        return Check("python", "ok", f"{text}, the version the test suite runs on")
     low, high = ALLOWED_PYTHON
-    allowed = "%d.%d-%d.%d" % (low + high)
+    allowed = f"{low[0]}.{low[1]}-{high[0]}.{high[1]}"
     if low <= tuple(version[:2]) <= high:
-        return Check("python", "ok", "%s: allowed (%s), though the test suite runs on %d.%d"
-                     % ((text, allowed) + TESTED_PYTHON))
-    return Check("python", "warn", "%s: outside %s, the versions where numpy<1.24 (for MXNet "
-                 "1.x) and wrapt>=2.4 both install" % (text, allowed))
+        return Check("python", "ok", f"{text}: allowed ({allowed}), though the test suite runs "
+                     f"on {TESTED_PYTHON[0]}.{TESTED_PYTHON[1]}")
+    return Check("python", "warn", f"{text}: outside {allowed}, the versions where numpy<1.24 (for "
+                                   "MXNet 1.x) and wrapt>=2.4 both install")
 
 
 def check_numpy() -> Check:
@@ -222,33 +222,33 @@ def check_numpy() -> Check:
     try:
         import numpy
     except ImportError:
-        return Check("numpy", "FAIL", "numpy is not installed; fix: %s" % NUMPY_FIX)
+        return Check("numpy", "FAIL", f"numpy is not installed; fix: {NUMPY_FIX}")
     if _version_tuple(numpy.__version__) >= NUMPY_LIMIT:
-        return Check("numpy", "FAIL", "%s: MXNet 1.x cannot be imported with numpy >= 1.24; "
-                     "fix: %s" % (numpy.__version__, NUMPY_FIX))
-    return Check("numpy", "ok", "%s (< 1.24, as MXNet 1.x needs)" % numpy.__version__)
+        return Check("numpy", "FAIL", f"{numpy.__version__}: MXNet 1.x cannot be imported with "
+                                      f"numpy >= 1.24; fix: {NUMPY_FIX}")
+    return Check("numpy", "ok", f"{numpy.__version__} (< 1.24, as MXNet 1.x needs)")
 
 
 def check_wrapt() -> Check:
     """wrapt's version, and whether its C extension provides ``FunctionWrapper``."""
-    fix = 'pip install "wrapt>=%d.%d"' % WRAPT_MINIMUM
+    fix = f'pip install "wrapt>={WRAPT_MINIMUM[0]}.{WRAPT_MINIMUM[1]}"'
     try:
         import wrapt
     except ImportError:
-        return Check("wrapt", "FAIL", "wrapt is not installed; fix: %s" % fix)
+        return Check("wrapt", "FAIL", f"wrapt is not installed; fix: {fix}")
     version = getattr(wrapt, "__version__", "?")
     if _version_tuple(version) < WRAPT_MINIMUM:
-        return Check("wrapt", "FAIL", "%s; mxpatch_bind needs wrapt>=%d.%d; fix: %s"
-                     % ((version,) + WRAPT_MINIMUM + (fix,)))
+        return Check("wrapt", "FAIL", f"{version}; mxpatch_bind needs "
+                     f"wrapt>={WRAPT_MINIMUM[0]}.{WRAPT_MINIMUM[1]}; fix: {fix}")
     # wrapt.__wrapt__ picks wrapt._wrappers (C) unless WRAPT_DISABLE_EXTENSIONS is set or the
     # extension failed to build; the pure-Python classes live in wrapt.wrappers.
     pure_python = importlib.import_module("wrapt.wrappers").FunctionWrapper
     if wrapt.FunctionWrapper is not pure_python:
-        return Check("wrapt", "ok", "%s, C extension in use" % version)
+        return Check("wrapt", "ok", f"{version}, C extension in use")
     why = ("WRAPT_DISABLE_EXTENSIONS is set" if os.environ.get("WRAPT_DISABLE_EXTENSIONS")
            else "the C extension is not available")
-    return Check("wrapt", "ok", "%s, pure Python (%s): slower per patched call, which "
-                 "bind/reshape can afford" % (version, why))
+    return Check("wrapt", "ok", f"{version}, pure Python ({why}): slower per patched call, which "
+                                "bind/reshape can afford")
 
 
 def check_import() -> Tuple[Any, Check]:
@@ -259,10 +259,9 @@ def check_import() -> Tuple[Any, Check]:
     except MXNetEnvironmentError as error:
         return None, Check("mxnet", "FAIL", str(error))
     except Exception as error:  # pylint: disable=broad-except
-        return None, Check("mxnet", "FAIL", "cannot import mxnet: %s: %s"
-                           % (type(error).__name__, error))
+        return None, Check("mxnet", "FAIL", f"cannot import mxnet: {type(error).__name__}: {error}")
     where = os.path.dirname(getattr(mx, "__file__", "") or "?")
-    return mx, Check("mxnet", "ok", "%s at %s" % (getattr(mx, "__version__", "?"), where))
+    return mx, Check("mxnet", "ok", f'{getattr(mx, "__version__", "?")} at {where}')
 
 
 def check_distribution(distributions: Sequence[Tuple[str, str]]) -> Check:
@@ -281,19 +280,20 @@ def check_distribution(distributions: Sequence[Tuple[str, str]]) -> Check:
     >>> check_distribution([("mxnet-cu112", "1.9.1")]).level
     'warn'
     """
-    found = ", ".join("%s %s" % item for item in distributions)
+    found = ", ".join(f"{name} {version}" for name, version in distributions)
     if len(distributions) > 1:
-        return Check("distribution", "warn", "%s all install the mxnet package, over each "
-                     "other's files: pip uninstall all of them, then install one" % found)
+        return Check("distribution", "warn", f"{found} all install the mxnet package, over each "
+                                             "other's files: pip uninstall all of them, then "
+                                             "install one")
     if not distributions:
         return Check("distribution", "ok", "no installed distribution provides mxnet "
                      "(a source build on the path, or none)")
     if distributions[0][0] == CPU_DISTRIBUTION:
-        return Check("distribution", "ok", "%s, the CPU build that pip install \".[cpu]\" "
-                     "installs" % found)
-    return Check("distribution", "warn", "%s: pip install \".[cpu]\" would replace this build "
-                 "with the CPU one (both install the mxnet package); install mxpatch_bind "
-                 "without the extra: pip install ." % found)
+        return Check("distribution", "ok", f'{found}, the CPU build that pip install ".[cpu]" '
+                                           'installs')
+    return Check("distribution", "warn", f'{found}: pip install ".[cpu]" would replace this build '
+                                         'with the CPU one (both install the mxnet package); '
+                                         'install mxpatch_bind without the extra: pip install .')
 
 
 def check_supported(mx: Any) -> Check:
@@ -303,8 +303,8 @@ def check_supported(mx: Any) -> Check:
     if problems:
         return Check("supported", "FAIL", "; ".join(problems))
     low, high = SUPPORTED_VERSIONS
-    return Check("supported", "ok", "MXNet %s is in %d.%d-%d.%d.x and its methods take the "
-                 "expected parameters" % ((mx.__version__,) + low + high))
+    return Check("supported", "ok", f"MXNet {mx.__version__} is in {low[0]}.{low[1]}-"
+                 f"{high[0]}.{high[1]}.x and its methods take the expected parameters")
 
 
 def check_features(mx: Any) -> Check:
@@ -312,11 +312,11 @@ def check_features(mx: Any) -> Check:
     try:
         features = mx.runtime.Features()
     except Exception as error:  # pylint: disable=broad-except
-        return Check("features", "warn", "unknown: mx.runtime.Features() failed: %s" % error)
-    text = ", ".join("%s %s" % (name, "on" if name in features and features.is_enabled(name)
-                                else "off") for name in BUILD_FEATURES)
+        return Check("features", "warn", f"unknown: mx.runtime.Features() failed: {error}")
+    text = ", ".join(f"{name} {'on' if name in features and features.is_enabled(name) else 'off'}"
+                     for name in BUILD_FEATURES)
     enabled = ", ".join(name for name, feature in sorted(features.items()) if feature.enabled)
-    return Check("features", "ok", text, ["enabled: %s" % enabled])
+    return Check("features", "ok", text, [f"enabled: {enabled}"])
 
 
 def check_gpus(mx: Any) -> Tuple[int, Check]:
@@ -325,15 +325,15 @@ def check_gpus(mx: Any) -> Tuple[int, Check]:
     try:
         count = int(mx.context.num_gpus())
     except Exception as error:  # pylint: disable=broad-except
-        return 0, Check("gpus", "warn" if cuda else "ok", "none: mx.context.num_gpus() "
-                        "failed: %s" % error)
+        return 0, Check("gpus", "warn" if cuda else "ok", "none: mx.context.num_gpus() failed: "
+                                                          f"{error}")
     if count:
-        return count, Check("gpus", "ok", "%d: %s" % (count, ", ".join(
-            "gpu(%d)" % index for index in range(count))))
+        gpus = ", ".join(f"gpu({index})" for index in range(count))
+        return count, Check("gpus", "ok", f"{count}: {gpus}")
     if cuda:
-        return 0, Check("gpus", "warn", "none visible to this CUDA build of MXNet (driver "
-                        "loaded? CUDA_VISIBLE_DEVICES=%r)"
-                        % os.environ.get("CUDA_VISIBLE_DEVICES"))
+        return 0, Check("gpus", "warn", 'none visible to this CUDA build of MXNet (driver loaded? '
+                                        'CUDA_VISIBLE_DEVICES='
+                                        f'{os.environ.get("CUDA_VISIBLE_DEVICES")!r})')
     if glob.glob("/dev/nvidia[0-9]*"):
         return 0, Check("gpus", "warn", "none for MXNet, a CPU build, though this machine has "
                         "NVIDIA GPUs: install the mxnet-cuXXX 1.9.1 wheel for its CUDA")
@@ -355,7 +355,7 @@ def check_foreign_patches() -> Check:
             found.append(f"{info.name}: {info.chain[-1]!r} is not MXNet's own function")
     if found:
         return Check("foreign patches", "FAIL", "something else patched MXNet", found)
-    return Check("foreign patches", "ok", "none on %s" % _method_names())
+    return Check("foreign patches", "ok", f"none on {_method_names()}")
 
 
 def check_settings() -> Check:
@@ -366,10 +366,10 @@ def check_settings() -> Check:
     try:
         current = settings.current()
     except PatchError as error:
-        return Check("settings", "FAIL", "%s; install() would refuse it" % error)
-    return Check("settings", "ok", "exec_cache_size=%d, reshape_threads=%d (%s)" % (
-        current.exec_cache_size, current.reshape_threads,
-        "from " + ", ".join(variables) if variables else "defaults"))
+        return Check("settings", "FAIL", f"{error}; install() would refuse it")
+    source = "from " + ", ".join(variables) if variables else "defaults"
+    return Check("settings", "ok", f"exec_cache_size={current.exec_cache_size}, "
+                                   f"reshape_threads={current.reshape_threads} ({source})")
 
 
 def check_self_test(mx: Any, devices: Sequence[Tuple[str, int]]) -> Check:
@@ -379,15 +379,16 @@ def check_self_test(mx: Any, devices: Sequence[Tuple[str, int]]) -> Check:
     try:
         mismatches = _self_test(mx, contexts, exact)
     except Exception as error:  # pylint: disable=broad-except
-        return Check("self-test", "FAIL", "%s: %s" % (type(error).__name__, error))
-    where = "%s; data %s" % (", ".join(map(str, contexts)),
-                             " and ".join(str(shape) for shape in SELF_TEST_SHAPES))
+        return Check("self-test", "FAIL", f"{type(error).__name__}: {error}")
+    where = (f'{", ".join(map(str, contexts))}; data '
+            f'{" and ".join(str(shape) for shape in SELF_TEST_SHAPES)}')
     if mismatches:
         return Check("self-test", "FAIL", "per-device results differ from stock one-context "
-                     "modules (%s)" % where, mismatches)
-    how = "exactly" if exact else "within rtol %(rtol)g, atol %(atol)g" % GPU_TOLERANCE
+                                          f"modules ({where})", mismatches)
+    how = ("exactly" if exact
+           else f"within rtol {GPU_TOLERANCE['rtol']:g}, atol {GPU_TOLERANCE['atol']:g}")
     return Check("self-test", "ok", "per-device outputs and gradients equal stock one-context "
-                 "modules %s (%s)" % (how, where))
+                                    f"modules {how} ({where})")
 
 
 def check_restored(before: Dict[Any, Any]) -> Check:
@@ -396,8 +397,8 @@ def check_restored(before: Dict[Any, Any]) -> Check:
                for name, now in _current_methods().items() if now is not before[name]]
     if changed:
         return Check("restored", "FAIL", "the patch was not removed", changed)
-    return Check("restored", "ok", "%s are the objects they were before the self-test"
-                 % _method_names())
+    return Check("restored", "ok", f"{_method_names()} are the objects they were before the "
+                                   "self-test")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -474,11 +475,10 @@ def _self_test(mx: Any, contexts: Sequence[Any], exact: bool) -> List[str]:
     mismatches = []
     for device, (context, (stock_output, stock_grads)) in enumerate(zip(contexts, references)):
         if not same(outputs[device].asnumpy(), stock_output):
-            mismatches.append("device %d (%s): output differs" % (device, context))
+            mismatches.append(f"device {device} ({context}): output differs")
         for name, grad in stock_grads.items():
             if not same(grads[name][device].asnumpy(), grad):
-                mismatches.append("device %d (%s): gradient of %s differs"
-                                  % (device, context, name))
+                mismatches.append(f"device {device} ({context}): gradient of {name} differs")
     return mismatches
 
 

@@ -149,7 +149,7 @@ def _portable(error):
     try:
         return pickle.loads(pickle.dumps(error))
     except Exception:  # an exception type that cannot be rebuilt from its args, a lock inside
-        return RuntimeError("{}: {}".format(type(error).__name__, error))
+        return RuntimeError(f"{type(error).__name__}: {error}")
 
 
 def _rebuild_load_error(cls, args, state, original):

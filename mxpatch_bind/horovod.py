@@ -49,9 +49,8 @@ def _import_horovod():
         import horovod.mxnet as hvd
     except ImportError as error:
         raise HorovodError(
-            "kvstore='horovod' needs Horovod built with MXNet support (%s: %s); build it "
-            "with %s, and run the job with horovodrun" % (type(error).__name__, error,
-                                                           BUILD_COMMAND)) from error
+            f"kvstore='horovod' needs Horovod built with MXNet support ({type(error).__name__}: "
+            f"{error}); build it with {BUILD_COMMAND}, and run the job with horovodrun") from error
     hvd.init()
     return hvd
 
@@ -105,8 +104,8 @@ class HorovodKVStore(_BASE):  # type: ignore[misc, valid-type]
         pass
 
     def __repr__(self):
-        return "<%s.%s rank %d of %d>" % (type(self).__module__, type(self).__name__,
-                                          self.rank, self.num_workers)
+        return (f"<{type(self).__module__}.{type(self).__name__} rank {self.rank} of "
+               f"{self.num_workers}>")
 
     # ------------------------------------------------------------------ what it is
     @property
@@ -169,12 +168,12 @@ class HorovodKVStore(_BASE):  # type: ignore[misc, valid-type]
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
         """Refused: the store keeps dense values only."""
         raise HorovodError("kvstore='horovod' keeps dense parameters only; row_sparse_pull of "
-                           "%r is not supported" % (key,))
+                           f"{key!r} is not supported")
 
     def set_gradient_compression(self, compression_params):
         """Refused: Horovod's allreduce sends whole gradients."""
         raise HorovodError("kvstore='horovod' does not compress gradients; drop "
-                           "compression_params=%r from the Module" % (compression_params,))
+                           f"compression_params={compression_params!r} from the Module")
 
     def allreduce(self, name, arrays, priority=0):
         """The sum of ``arrays`` (this worker's devices, added in order) over all workers, on
@@ -182,7 +181,7 @@ class HorovodKVStore(_BASE):  # type: ignore[misc, valid-type]
         total = arrays[0].copyto(mx.cpu())
         for array in arrays[1:]:
             total += array.as_in_context(total.context)
-        self._hvd.allreduce_(total, average=False, name="mxpatch_bind.%s" % name,
+        self._hvd.allreduce_(total, average=False, name=f"mxpatch_bind.{name}",
                              priority=priority)
         return total
 
@@ -190,7 +189,7 @@ class HorovodKVStore(_BASE):  # type: ignore[misc, valid-type]
         """Writes rank 0's ``arrays[0]`` into every array of ``arrays`` on every worker; returns
         it, on the CPU. Collective: every worker calls it with the same ``name``."""
         value = arrays[0].copyto(mx.cpu())
-        self._hvd.broadcast_(value, root_rank=0, name="mxpatch_bind.init.%s" % name)
+        self._hvd.broadcast_(value, root_rank=0, name=f"mxpatch_bind.init.{name}")
         for array in arrays:
             value.copyto(array)
         return value
@@ -199,8 +198,8 @@ class HorovodKVStore(_BASE):  # type: ignore[misc, valid-type]
         try:
             return self._stored[name]
         except KeyError:
-            raise HorovodError("kvstore='horovod' holds no value for key %r: init it first "
-                               "(on every worker)" % (name,)) from None
+            raise HorovodError(f"kvstore='horovod' holds no value for key {name!r}: init it first "
+                               "(on every worker)") from None
 
     # ------------------------------------------------------------------ optimizer
     def set_optimizer(self, optimizer):
@@ -355,7 +354,7 @@ def _share_rank0_aux_states(module, store):
     the store's ``init`` has already done so for the parameters (and keeps those)."""
     group = module._exec_group
     for name, devices in zip(module._aux_names, group.aux_arrays):
-        store.from_rank0("aux:%s" % name, [module._aux_params[name]] + list(devices))
+        store.from_rank0(f"aux:{name}", [module._aux_params[name]] + list(devices))
 
 
 def _will_init(module, force_init):
@@ -376,9 +375,9 @@ def _weighted(module, store, optimizer, optimizer_params):
              else optimizer.rescale_grad)
     if given != 1.0 / total:
         warnings.warn(
-            "kvstore='horovod': rescale_grad=%r is kept; 1/%d = %r weights every sample of "
-            "all workers alike (%d samples here; leave rescale_grad out and give the "
-            "optimizer by name to get it)" % (given, total, 1.0 / total, local),
+            f"kvstore='horovod': rescale_grad={given!r} is kept; 1/{total} = {1.0 / total!r} "
+            f"weights every sample of all workers alike ({local} samples here; leave rescale_grad "
+            "out and give the optimizer by name to get it)",
             RuntimeWarning, stacklevel=4)
     return optimizer_params
 
@@ -390,11 +389,11 @@ def _warn_distributed_optimizer(module, kvstore, optimizer):
             and type(optimizer).__module__.startswith("horovod")
             and len(module._context) > 1):
         warnings.warn(
-            "Horovod's DistributedOptimizer on a module with %d contexts averages each "
-            "context's gradient over the workers and never adds up the contexts of one "
-            "process, so each step differs from one over all samples; give the module "
+            f"Horovod's DistributedOptimizer on a module with {len(module._context)} contexts "
+            "averages each context's gradient over the workers and never adds up the contexts of "
+            "one process, so each step differs from one over all samples; give the module "
             "kvstore='horovod' and the plain optimizer instead (mxpatch_bind adds up every "
-            "context of every worker)" % len(module._context), RuntimeWarning, stacklevel=4)
+            "context of every worker)", RuntimeWarning, stacklevel=4)
     if is_horovod(kvstore) and type(optimizer).__name__ == "DistributedOptimizer":
         warnings.warn("kvstore='horovod' with Horovod's DistributedOptimizer reduces every "
                       "gradient twice; pass the plain optimizer", RuntimeWarning, stacklevel=4)

@@ -69,7 +69,7 @@ class Finding(namedtuple("Finding", ["path", "line", "action", "message", "edit"
     __slots__ = ()
 
     def __str__(self):
-        return "%s:%d: [%s] %s" % (self.path, self.line, self.action, self.message)
+        return f"{self.path}:{self.line}: [{self.action}] {self.message}"
 
 
 def vendored_kind(tree: ast.Module) -> str | None:
@@ -226,8 +226,7 @@ def _apply_to_file(root, entry, rel, chosen, result, done, preview):
         io_error = getattr(problem, "io_error", False)
         for i in chosen:
             result[i] = result[i]._replace(action=CHECK, edit=IO_ERROR if io_error else None,
-                                           message="%s; %s" % (result[i].message,
-                                                               _problem_text(problem)))
+                                           message=f"{result[i].message}; {_problem_text(problem)}")
         return
     for i in chosen:
         finding = result[i]
@@ -237,12 +236,12 @@ def _apply_to_file(root, entry, rel, chosen, result, done, preview):
         else:
             result[i] = finding._replace(action=CHECK, message=finding.message
                                          + "; not done: the statement was not found as read")
-    result += [Finding(rel, line, CHECK, "2to3: %s" % text) for line, text in warnings]
+    result += [Finding(rel, line, CHECK, f"2to3: {text}") for line, text in warnings]
 
 
 def _problem_text(problem):
     if isinstance(problem, (RecursionError, MemoryError)):
-        return "not written: %s while editing" % type(problem).__name__
+        return f"not written: {type(problem).__name__} while editing"
     return str(problem)
 
 
@@ -288,19 +287,19 @@ def _delete(root, result, done, preview):
             continue
         missing = [need for need in finding.needs if tuple(need) not in done]
         if missing:
-            result[i] = finding._replace(action=CHECK, message="%s; not deleted: still "
-                                         "imported by %s (its import is not rewritten: "
-                                         "--write)" % (finding.message, ", ".join(
-                                             "%s:%d" % tuple(m) for m in missing)))
+            importers = ", ".join(f"{rel}:{line}" for rel, line in missing)
+            result[i] = finding._replace(action=CHECK, message=f"{finding.message}; not deleted: "
+                                         f"still imported by {importers} (its import is not "
+                                         "rewritten: --write)")
             continue
         if preview is not None:
-            preview("--- a/%s\n+++ /dev/null\n" % finding.path)
+            preview(f"--- a/{finding.path}\n+++ /dev/null\n")
             continue
         try:
             files.delete(Path(root) / finding.path)
         except files.FileProblem as problem:
             result[i] = finding._replace(action=CHECK, edit=IO_ERROR,
-                                         message="%s; %s" % (finding.message, problem))
+                                         message=f"{finding.message}; {problem}")
             continue
         result[i] = finding._replace(action=DELETED)
 
@@ -318,10 +317,10 @@ def summary(findings: list[Finding]) -> str:
              PORT: "to port (--to-python3)", REWRITTEN: "rewritten", DELETED: "deleted",
              PORTED: "ported", CHECK: "to check by hand", OK: "handled by mxpatch_bind.compat"}
     counts = {action: sum(f.action == action for f in findings) for action in words}
-    parts = ["%d %s" % (counts[a], words[a]) for a in words if counts[a]]
+    parts = [f"{counts[a]} {words[a]}" for a in words if counts[a]]
     count = len({f.path for f in findings})
-    head = "migrate: %d finding%s in %d file%s" % (
-        len(findings), "" if len(findings) == 1 else "s", count, "" if count == 1 else "s")
+    head = (f'migrate: {len(findings)} finding{"" if len(findings) == 1 else "s"} in {count} file'
+           f'{"" if count == 1 else "s"}')
     return head + (": " + ", ".join(parts) if parts else ": nothing to migrate")
 
 
@@ -362,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
     look at); 2: a usage or I/O error (a file that could not be read, written or deleted).
     """
     if not os.path.lexists(args.path):
-        raise UsageError("no such file or directory: %r" % (args.path,))
+        raise UsageError(f"no such file or directory: {args.path!r}")
     try:
         _require(args.write, args.to_python3)
     except ImportError as error:
@@ -401,7 +400,7 @@ class _Progress:
         now = time.monotonic()
         if now - self.shown_at >= 0.1 or number == total:
             self.shown_at = now
-            self.stream.write("\rmigrate: read %d/%d files" % (number, total))
+            self.stream.write(f"\x0dmigrate: read {number}/{total} files")
             self.stream.flush()
 
     def done(self):

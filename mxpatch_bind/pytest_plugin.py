@@ -83,9 +83,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "%s(force=False): install the mxpatch_bind patch (per-device shapes for "
-                   "MXNet Module.bind/reshape) around this test, or each test of this class "
-                   "or module." % MARKER)
+        "markers", f"{MARKER}(force=False): install the mxpatch_bind patch (per-device shapes for "
+                   "MXNet Module.bind/reshape) around this test, or each test of this class or "
+                   "module.")
     config.stash[_SESSION_INSTALLED] = False
     if not config.getoption("mxpatch_bind"):
         return
@@ -97,7 +97,7 @@ def pytest_configure(config: pytest.Config) -> None:
         import_mxnet()
         mxpatch_bind.install(force=_force(config))
     except (ImportError, mxpatch_bind.UnsupportedMXNetError) as error:
-        raise pytest.UsageError("--mxpatch-bind: %s" % error) from error
+        raise pytest.UsageError(f"--mxpatch-bind: {error}") from error
     config.stash[_SESSION_INSTALLED] = True
 
 
@@ -112,12 +112,12 @@ def pytest_report_header(config: pytest.Config) -> "str | None":
         return None  # nothing loaded the patch machinery, so nothing can be installed
     state = mxpatch_bind.status()
     if state.installed:
-        how = ["MXNet %s" % state.mxnet_version, "mxpatch_bind %s" % mxpatch_bind.__version__]
+        how = [f"MXNet {state.mxnet_version}", f"mxpatch_bind {mxpatch_bind.__version__}"]
         if config.stash.get(_SESSION_INSTALLED, False):
             how.append("--mxpatch-bind")
         if _force(config):
             how.append("--mxpatch-force")
-        return "mxpatch_bind: active (%s)" % ", ".join(how)
+        return f'mxpatch_bind: active ({", ".join(how)})'
     if state.pending:
         return "mxpatch_bind: installed, waiting for import mxnet"
     return None
@@ -184,16 +184,16 @@ def _marker_force(marker: pytest.Mark, where: str) -> bool:
     """The marker's ``force``, or a usage error naming what else it was given."""
     problems = []
     if marker.args:
-        problems.append("positional argument(s) %r" % (marker.args,))
+        problems.append(f"positional argument(s) {marker.args!r}")
     unknown = sorted(set(marker.kwargs) - {"force"})
     if unknown:
-        problems.append("unknown keyword(s) %s" % ", ".join(map(repr, unknown)))
+        problems.append(f'unknown keyword(s) {", ".join(map(repr, unknown))}')
     force = marker.kwargs.get("force", False)
     if not isinstance(force, bool):
-        problems.append("force=%r is not True or False" % (force,))
+        problems.append(f"force={force!r} is not True or False")
     if problems:
-        raise pytest.UsageError("@pytest.mark.%s on %s: %s; expected %s"
-                                % (MARKER, where, "; ".join(problems), MARKER_USAGE))
+        raise pytest.UsageError(f'@pytest.mark.{MARKER} on {where}: {"; ".join(problems)}; '
+                                f'expected {MARKER_USAGE}')
     return force
 
 
@@ -204,7 +204,7 @@ def _import_mxnet() -> None:
         import_mxnet()
         return
     except MXNetEnvironmentError as error:
-        message = "mxpatch_bind: %s" % error
+        message = f"mxpatch_bind: {error}"
     pytest.fail(message, pytrace=False)  # outside the except: no chained tracebacks
 
 

@@ -118,16 +118,16 @@ def _from_environment(variable, name, default, minimum):
     except ValueError:
         value = None
     if value is None or value < minimum:
-        raise SettingsError("the environment variable %s=%r sets %s; expected an integer >= %d"
-                            % (variable, text, name, minimum))
+        raise SettingsError(f"the environment variable {variable}={text!r} sets {name}; expected "
+                            f"an integer >= {minimum}")
     return value
 
 
 def _checked(name, value, minimum):
     # bool is an int in Python, but configure(reshape_threads=True) is a mistake.
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise SettingsError("%s must be an integer >= %d, got %r of type %s"
-                            % (name, minimum, value, type(value).__name__))
+        raise SettingsError(f"{name} must be an integer >= {minimum}, got {value!r} of type "
+                            f"{type(value).__name__}")
     return int(value)
 
 

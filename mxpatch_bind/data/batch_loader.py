@@ -93,12 +93,12 @@ class BatchLoader:
             raise self._lost_worker(error) from error
         except StopIteration as error:
             self._abandon()
-            raise DataLoadError("the DataLoader ended the epoch before batch {} of {}".format(
-                self._position, len(self._sampler.plans)), batch=self._position) from error
+            raise DataLoadError(f"the DataLoader ended the epoch before batch {self._position} of "
+                                f"{len(self._sampler.plans)}", batch=self._position) from error
         except Exception as error:
             self._abandon()
-            raise DataLoadError("loading batch {} (samples {}) failed: {}: {}".format(
-                self._position, self._samples(), type(error).__name__, error),
+            raise DataLoadError(f"loading batch {self._position} (samples {self._samples()}) "
+                                f"failed: {type(error).__name__}: {error}",
                 batch=self._position) from error
         except BaseException:  # KeyboardInterrupt: the workers may hold a half-sent batch
             self._abandon()
@@ -140,9 +140,9 @@ class BatchLoader:
             if exited:
                 raise self._worker_error(exited[0])
             if time.monotonic() > deadline:
-                raise DataLoadError("no batch from the DataLoader workers in {:g} s while "
-                                    "loading batch {} (samples {}): a worker is stuck".format(
-                                        BATCH_TIMEOUT_S, self._position, self._samples()),
+                raise DataLoadError(f"no batch from the DataLoader workers in {BATCH_TIMEOUT_S:g} "
+                                    f"s while loading batch {self._position} (samples "
+                                    f"{self._samples()}): a worker is stuck",
                                     batch=self._position)
             pending.wait(POLL_S)
 
@@ -163,18 +163,17 @@ class BatchLoader:
                 return self._worker_error(own[0])
             if time.monotonic() > deadline:
                 return DataLoadError("lost the connection to a DataLoader worker while loading "
-                                     "batch {} (samples {}): {}: {}".format(
-                                         self._position, self._samples(), type(error).__name__,
-                                         error), batch=self._position)
+                                     f"batch {self._position} (samples {self._samples()}): "
+                                     f"{type(error).__name__}: {error}", batch=self._position)
             time.sleep(POLL_S)
 
     def _worker_error(self, worker):
         code = worker.exitcode
-        how = ("was killed by signal {} (exit code {})".format(signal.Signals(-code).name, code)
+        how = (f"was killed by signal {signal.Signals(-code).name} (exit code {code})"
                if code < 0 and -code in signal.valid_signals() else
-               "exited with code {}".format(code))
-        return WorkerExitedError("DataLoader worker {} {} while loading batch {} (samples {})"
-                                 .format(worker.pid, how, self._position, self._samples()),
+               f"exited with code {code}")
+        return WorkerExitedError(f"DataLoader worker {worker.pid} {how} while loading batch "
+                                 f"{self._position} (samples {self._samples()})",
                                  batch=self._position, exitcode=code, pid=worker.pid)
 
     def _samples(self):

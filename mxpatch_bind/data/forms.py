@@ -27,9 +27,9 @@ def check_int(name, value, minimum=1, maximum=None, why=""):
     # bool is an Integral, but True devices is a mistake, not a count.
     if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum
             or (maximum is not None and value > maximum)):
-        bounds = ">= {}".format(minimum) if maximum is None else \
-            ">= {} and <= {}{}".format(minimum, maximum, why)
-        raise DataSpecError("{} must be an integer {}, got {!r}".format(name, bounds, value))
+        bounds = f">= {minimum}" if maximum is None else \
+            f">= {minimum} and <= {maximum}{why}"
+        raise DataSpecError(f"{name} must be an integer {bounds}, got {value!r}")
     return int(value)
 
 
@@ -43,19 +43,19 @@ def check_flag(name, value):
 
 def _check_samples(data, layout):
     """The single-input form's samples as arrays, checked against the layout."""
-    samples = [_inputs.as_array(sample, "sample {}".format(i)) for i, sample in enumerate(data)]
+    samples = [_inputs.as_array(sample, f"sample {i}") for i, sample in enumerate(data)]
     if not samples:
         raise DataSpecError("data is empty: expected at least one sample")
     rank = len(layout) - 1
     for i, sample in enumerate(samples):
         if sample.ndim != rank:
-            raise DataSpecError("sample {} has shape {}, expected rank {} ({}) for layout {!r}"
-                                .format(i, sample.shape, rank, ", ".join(layout[1:]), layout))
+            raise DataSpecError(f'sample {i} has shape {sample.shape}, expected rank {rank} ('
+                                f'{", ".join(layout[1:])}) for layout {layout!r}')
         if sample.shape[0] != samples[0].shape[0]:
-            raise DataSpecError("sample {} has {} channels, expected {} like sample 0".format(
-                i, sample.shape[0], samples[0].shape[0]))
+            raise DataSpecError(f"sample {i} has {sample.shape[0]} channels, expected "
+                                f"{samples[0].shape[0]} like sample 0")
         if 0 in sample.shape:
-            raise DataSpecError("sample {} has an empty axis: shape {}".format(i, sample.shape))
+            raise DataSpecError(f"sample {i} has an empty axis: shape {sample.shape}")
     return samples
 
 
@@ -63,21 +63,21 @@ def _check_labels(label, num_samples):
     """The single-input form's labels as arrays of one common shape, or None."""
     if label is None:
         return None
-    labels = [_inputs.as_array(one, "label {}".format(i)) for i, one in enumerate(label)]
+    labels = [_inputs.as_array(one, f"label {i}") for i, one in enumerate(label)]
     if len(labels) != num_samples:
-        raise DataSpecError("label has {} entries, expected {} (one per sample in data)".format(
-            len(labels), num_samples))
+        raise DataSpecError(f"label has {len(labels)} entries, expected {num_samples} (one per "
+                            "sample in data)")
     for i, one in enumerate(labels):
         if one.shape != labels[0].shape:
-            raise DataSpecError("label {} has shape {}, expected {} like label 0".format(
-                i, one.shape, labels[0].shape))
+            raise DataSpecError(f"label {i} has shape {one.shape}, expected {labels[0].shape} like "
+                                "label 0")
     return labels
 
 
 def _single_input_form(data, label, data_name, label_name, dtype, layout):
     """Declarations and samples of the single-input form: one image input, one fixed label."""
     if layout not in _LAYOUTS:
-        raise DataSpecError("layout must be one of {}, got {!r}".format(_LAYOUTS, layout))
+        raise DataSpecError(f"layout must be one of {_LAYOUTS}, got {layout!r}")
     dtype = _inputs.check_dtype(dtype)
     samples = _check_samples(data, layout)
     labels = _check_labels(label, len(samples))
@@ -112,18 +112,18 @@ def _checked_sizes(sizes, num_samples, num_axes):
             if (not isinstance(size, (tuple, list, np.ndarray)) or len(size) != num_axes
                     or not all(isinstance(e, numbers.Integral) and not isinstance(e, bool)
                                and 1 <= e <= limit for e in size)):
-                raise DataSpecError("size_of({}) returned {!r}, expected a tuple of {} integers "
-                                    ">= 1 and <= {} (the sample's extents on its size axes)"
-                                    .format(index, size, num_axes, limit))
+                raise DataSpecError(f"size_of({index}) returned {size!r}, expected a tuple of "
+                                    f"{num_axes} integers >= 1 and <= {limit} (the sample's "
+                                    "extents on its size axes)")
             rows.append(tuple(int(e) for e in size))
         return np.array(rows, dtype=np.int64).reshape(num_samples, num_axes)
     array = np.asarray(sizes)
     if (array.shape != (num_samples, num_axes) or array.dtype.kind not in "iu"
             or (array.size and (array.min() < 1 or array.max() > limit))):
-        raise DataSpecError("sizes must be integers >= 1 and <= {} of shape {} (one row of "
-                            "size-axis extents per sample), got {} of dtype {} and shape {}{}"
-                            .format(limit, (num_samples, num_axes), type(sizes).__name__,
-                                    array.dtype, array.shape, _extremes(array)))
+        raise DataSpecError(f"sizes must be integers >= 1 and <= {limit} of shape "
+                            f"{(num_samples, num_axes)} (one row of size-axis extents per sample), "
+                            f"got {type(sizes).__name__} of dtype {array.dtype} and shape "
+                            f"{array.shape}{_extremes(array)}")
     return array.astype(np.int64)
 
 
@@ -131,7 +131,7 @@ def _extremes(array):
     """``", from MIN to MAX"`` for a non-empty numeric array, else nothing."""
     if not array.size or array.dtype.kind not in "iufb":
         return ""
-    return ", from {} to {}".format(array.min(), array.max())
+    return f", from {array.min()} to {array.max()}"
 
 
 def _first_sample(dataset, declared, sizes):
@@ -140,15 +140,15 @@ def _first_sample(dataset, declared, sizes):
         first = dataset[0]
     except Exception as error:
         name = type(dataset).__name__
-        raise DataLoadError("dataset[0] raised {}: {} (dataset {}, read in the constructor to "
-                            "check the declarations)".format(type(error).__name__, error, name),
+        raise DataLoadError(f"dataset[0] raised {type(error).__name__}: {error} (dataset {name}, "
+                            "read in the constructor to check the declarations)",
                             sample=0, dataset=name) from error
     fields = _inputs.as_fields(first, declared, 0)
     _inputs.check_fields(fields, declared, 0)
     size = _inputs.sample_size(fields, declared, 0)
     if size != tuple(sizes[0]):
-        raise DataSpecError("the sizes given say sample 0 is {}, but it has size {} on its size "
-                            "axes".format(tuple(int(e) for e in sizes[0]), size))
+        raise DataSpecError(f"the sizes given say sample 0 is {tuple(int(e) for e in sizes[0])}, "
+                            f"but it has size {size} on its size axes")
     return fields
 
 
@@ -164,13 +164,13 @@ def read_form(data, label, inputs, label_inputs, sizes, data_name, label_name, d
         planned = np.array([sample[0].shape[1:] for sample in samples], dtype=np.int64)
         return samples, declared, planned, [a.shape for a in samples[0]]
     if label is not None:
-        raise DataSpecError("label is for the single-input form; with inputs=, samples "
-                            "carry their labels: declare label_inputs, got label={!r}"
-                            .format(type(label).__name__))
+        raise DataSpecError("label is for the single-input form; with inputs=, samples carry "
+                            "their labels: declare label_inputs, got label="
+                            f"{type(label).__name__!r}")
     declared = _inputs.check_inputs(inputs, label_inputs)
     if not (hasattr(data, "__len__") and hasattr(data, "__getitem__")):
-        raise DataSpecError("data must be a sequence or dataset (__len__, __getitem__), "
-                            "got {!r}".format(type(data).__name__))
+        raise DataSpecError("data must be a sequence or dataset (__len__, __getitem__), got "
+                            f"{type(data).__name__!r}")
     if len(data) == 0:
         raise DataSpecError("data is empty: expected at least one sample")
     if sizes is None:

@@ -30,8 +30,8 @@ def _check_axes(name, role, axes):
             or not all(isinstance(axis, numbers.Integral) and not isinstance(axis, bool)
                        and axis >= 0 for axis in axes)
             or len(set(axes)) != len(axes)):
-        raise DataSpecError("input {!r}: {} must be a tuple of distinct axis numbers >= 0 "
-                            "(0 is the sample's first axis), got {!r}".format(name, role, axes))
+        raise DataSpecError(f"input {name!r}: {role} must be a tuple of distinct axis numbers >= 0 "
+                            f"(0 is the sample's first axis), got {axes!r}")
     return tuple(int(axis) for axis in axes)
 
 
@@ -86,21 +86,19 @@ class Input:
                  variable_axes: Sequence[int] = (), pad_value: float = 0,
                  dtype: str = "float32", layout: Optional[str] = None) -> None:
         if not isinstance(name, str) or not name:
-            raise DataSpecError("an input's name must be a non-empty str, got {!r}".format(name))
+            raise DataSpecError(f"an input's name must be a non-empty str, got {name!r}")
         size_axes = _check_axes(name, "size_axes", size_axes)
         variable_axes = _check_axes(name, "variable_axes", variable_axes)
         if set(size_axes) & set(variable_axes):
-            raise DataSpecError("input {!r}: size_axes {!r} and variable_axes {!r} overlap"
-                                .format(name, size_axes, variable_axes))
+            raise DataSpecError(f"input {name!r}: size_axes {size_axes!r} and variable_axes "
+                                f"{variable_axes!r} overlap")
         if isinstance(pad_value, bool) or not isinstance(pad_value, numbers.Real):
-            raise DataSpecError("input {!r}: pad_value must be a number, got {!r}"
-                                .format(name, pad_value))
-        np_dtype = check_dtype(dtype, "input {!r}: ".format(name))
+            raise DataSpecError(f"input {name!r}: pad_value must be a number, got {pad_value!r}")
+        np_dtype = check_dtype(dtype, f"input {name!r}: ")
         if not _is_value_of(np_dtype, pad_value):
             # np.full would silently wrap 300 to 44, -1 to 255, NaN to -2**31 and 0.5 to 0.
-            raise DataSpecError("input {!r}: pad_value {!r} is not a value of dtype {}: "
-                                "expected {}".format(name, pad_value, np_dtype,
-                                                     _values_of(np_dtype)))
+            raise DataSpecError(f"input {name!r}: pad_value {pad_value!r} is not a value of dtype "
+                                f"{np_dtype}: expected {_values_of(np_dtype)}")
         self.name = name
         self.size_axes: Tuple[int, ...] = size_axes
         self.variable_axes: Tuple[int, ...] = variable_axes
@@ -109,9 +107,8 @@ class Input:
         self.layout = layout
 
     def __repr__(self):
-        return "Input({!r}, size_axes={!r}, variable_axes={!r}, pad_value={!r}, dtype={!r})" \
-            .format(self.name, self.size_axes, self.variable_axes, self.pad_value,
-                    str(self.dtype))
+        return (f"Input({self.name!r}, size_axes={self.size_axes!r}, variable_axes="
+               f"{self.variable_axes!r}, pad_value={self.pad_value!r}, dtype={str(self.dtype)!r})")
 
     def min_rank(self) -> int:
         """The least sample rank the declared axes fit in."""
@@ -140,11 +137,11 @@ def _values_of(dtype):
     if dtype.kind == "b":
         return "0 or 1"
     if dtype.kind in "iu":
-        return "a whole number from {} to {}".format(np.iinfo(dtype).min, np.iinfo(dtype).max)
+        return f"a whole number from {np.iinfo(dtype).min} to {np.iinfo(dtype).max}"
     info = np.finfo(dtype)
-    return "a number that stays finite and nonzero in {} (magnitude up to about {:g}, nonzero " \
-        "from {:g}), or NaN, or infinite".format(dtype, float(info.max),
-                                                float(info.smallest_subnormal))
+    return (f"a number that stays finite and nonzero in {dtype} (magnitude up to about "
+           f"{float(info.max):g}, nonzero from {float(info.smallest_subnormal):g}), or NaN, or "
+           "infinite")
 
 
 def check_dtype(dtype, where=""):
@@ -154,8 +151,8 @@ def check_dtype(dtype, where=""):
     except TypeError:
         np_dtype = None
     if np_dtype not in MXNET_DTYPES:
-        raise DataSpecError("{}dtype must be one MXNet holds ({}), got {!r}".format(
-            where, ", ".join(str(d) for d in MXNET_DTYPES), dtype))
+        raise DataSpecError(f'{where}dtype must be one MXNet holds ('
+                            f'{", ".join(str(d) for d in MXNET_DTYPES)}), got {dtype!r}')
     return np_dtype
 
 
@@ -163,23 +160,22 @@ def check_inputs(data_inputs, label_inputs):
     """Return the declarations as one tuple (data first) after checking them together."""
     for role, inputs in (("inputs", data_inputs), ("label_inputs", label_inputs)):
         if not isinstance(inputs, (list, tuple)) or not all(isinstance(i, Input) for i in inputs):
-            raise DataSpecError("{} must be a list of mxpatch_bind.Input, got {!r}"
-                                .format(role, inputs))
+            raise DataSpecError(f"{role} must be a list of mxpatch_bind.Input, got {inputs!r}")
     if not data_inputs:
         raise DataSpecError("inputs is empty: declare at least one data Input")
     declared = tuple(data_inputs) + tuple(label_inputs)
     names = [one.name for one in declared]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise DataSpecError("input names must be unique, got {!r} more than once".format(repeated))
+        raise DataSpecError(f"input names must be unique, got {repeated!r} more than once")
     sized = [one for one in declared if one.size_axes]
     if not sized:
         raise DataSpecError("no input declares size_axes: the planner needs a size per sample, "
                             "e.g. Input('data', size_axes=(1, 2)) for (C, H, W) images")
     counts = {len(one.size_axes) for one in sized}
     if len(counts) > 1:
-        raise DataSpecError("inputs declare different numbers of size axes: {}".format(
-            ", ".join("{!r} {!r}".format(one.name, one.size_axes) for one in sized)))
+        listed = ", ".join(f"{one.name!r} {one.size_axes!r}" for one in sized)
+        raise DataSpecError(f"inputs declare different numbers of size axes: {listed}")
     return declared
 
 
@@ -189,14 +185,12 @@ def as_array(value, where):
         # An MXNet NDArray (what mx.image.imdecode returns): dense ones are copied out,
         # sparse ones refused, since every input is padded into a dense array.
         if value.stype != "default":
-            raise DataSpecError("{} is a {} NDArray, expected a dense array".format(
-                where, value.stype))
+            raise DataSpecError(f"{where} is a {value.stype} NDArray, expected a dense array")
         value = value.asnumpy()
     array = np.asarray(value) if not isinstance(value, np.ndarray) else value
     if array.dtype.kind not in _CONVERTIBLE_KINDS:
-        raise DataSpecError("{} has dtype {}, expected numbers (booleans, integers or "
-                            "floats: MXNet holds no complex, string or object arrays)".format(
-                                where, array.dtype))
+        raise DataSpecError(f"{where} has dtype {array.dtype}, expected numbers (booleans, "
+                            "integers or floats: MXNet holds no complex, string or object arrays)")
     return array
 
 
@@ -205,40 +199,38 @@ def as_fields(sample, declared, index):
     names = [one.name for one in declared]
     if isinstance(sample, dict):
         if set(sample) != set(names):
-            raise DataSpecError("sample {} has keys {!r}, expected the declared inputs {!r}"
-                                .format(index, sorted(sample), names))
+            raise DataSpecError(f"sample {index} has keys {sorted(sample)!r}, expected the "
+                                f"declared inputs {names!r}")
         values = [sample[name] for name in names]
     elif isinstance(sample, (tuple, list)):
         if len(sample) != len(names):
-            raise DataSpecError("sample {} has {} entries, expected {} (one per input {!r})"
-                                .format(index, len(sample), len(names), names))
+            raise DataSpecError(f"sample {index} has {len(sample)} entries, expected {len(names)} "
+                                f"(one per input {names!r})")
         values = list(sample)
     else:
-        raise DataSpecError("sample {} is a {}, expected a tuple or dict of arrays for the "
-                            "inputs {!r}".format(index, type(sample).__name__, names))
-    return tuple(as_array(value, "sample {} input {!r}".format(index, one.name))
+        raise DataSpecError(f"sample {index} is a {type(sample).__name__}, expected a tuple or "
+                            f"dict of arrays for the inputs {names!r}")
+    return tuple(as_array(value, f"sample {index} input {one.name!r}")
                  for value, one in zip(values, declared))
 
 
 def check_fields(fields, declared, index, reference=None):
     """Check one sample's arrays against the declarations (and sample 0's fixed axes)."""
     for position, (array, one) in enumerate(zip(fields, declared)):
-        where = "sample {} input {!r}".format(index, one.name)
+        where = f"sample {index} input {one.name!r}"
         if array.ndim < one.min_rank():
-            raise DataSpecError("{} has shape {}, too few axes for size_axes {!r} and "
-                                "variable_axes {!r}".format(where, array.shape, one.size_axes,
-                                                            one.variable_axes))
+            raise DataSpecError(f"{where} has shape {array.shape}, too few axes for size_axes "
+                                f"{one.size_axes!r} and variable_axes {one.variable_axes!r}")
         if any(array.shape[axis] == 0 for axis in one.size_axes):
-            raise DataSpecError("{} has an empty size axis: shape {}".format(where, array.shape))
+            raise DataSpecError(f"{where} has an empty size axis: shape {array.shape}")
         if reference is not None:
             expected = reference[position]
             if array.ndim != len(expected) or any(
                     array.shape[axis] != expected[axis] for axis in range(array.ndim)
                     if axis not in one.size_axes + one.variable_axes):
-                raise DataSpecError("{} has shape {}, expected {} on its fixed axes like sample "
-                                    "0 (axes other than {!r})".format(
-                                        where, array.shape, expected,
-                                        one.size_axes + one.variable_axes))
+                raise DataSpecError(f"{where} has shape {array.shape}, expected {expected} on its "
+                                    "fixed axes like sample 0 (axes other than "
+                                    f"{one.size_axes + one.variable_axes!r})")
     sample_size(fields, declared, index)
 
 
@@ -248,8 +240,8 @@ def sample_size(fields, declared, index):
              for array, one in zip(fields, declared) if one.size_axes]
     for name, size in sizes[1:]:
         if size != sizes[0][1]:
-            raise DataSpecError("sample {}: input {!r} has size {} on its size axes, input {!r} "
-                                "has {}".format(index, name, size, sizes[0][0], sizes[0][1]))
+            raise DataSpecError(f"sample {index}: input {name!r} has size {size} on its size axes, "
+                                f"input {sizes[0][0]!r} has {sizes[0][1]}")
     return sizes[0][1]
 
 
@@ -276,9 +268,9 @@ def pack_device(samples, declared, size, indices=None, narrow=False):
                else np.full([len(arrays)] + shape, one.pad_value, dtype=dtype))
         for row, (array, index) in enumerate(zip(arrays, indices)):
             if any(array.shape[axis] > extent for axis, extent in zip(one.size_axes, size)):
-                raise DataSpecError("sample {} input {!r} has shape {}, larger than its planned "
-                                    "size {}: the sizes given disagree with the dataset".format(
-                                        index, one.name, array.shape, tuple(size)))
+                raise DataSpecError(f"sample {index} input {one.name!r} has shape {array.shape}, "
+                                    f"larger than its planned size {tuple(size)}: the sizes given "
+                                    "disagree with the dataset")
             out[(row,) + tuple(slice(extent) for extent in array.shape)] = array
         packed.append(out)
     return packed

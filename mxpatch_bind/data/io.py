@@ -432,8 +432,8 @@ class PerDeviceIter(_batch.CurrentBatchIter):
             group_window=self._group_window, balanced=self._balanced,
             multiple=self._multiple, rng=rng)
         if len(plan) < self._num_parts:
-            raise DataSpecError("num_parts={} is more than the epoch's {} batches: some workers "
-                                "would have none".format(self._num_parts, len(plan)))
+            raise DataSpecError(f"num_parts={self._num_parts} is more than the epoch's {len(plan)} "
+                                "batches: some workers would have none")
         plan = _planning.part_of(plan, self._num_parts, self._part_index)
         _limits.check_plan(plan, self._declared, self._reference_shapes, self._multiple)
         self._batches.start(plan)
@@ -462,6 +462,6 @@ class PerDeviceIter(_batch.CurrentBatchIter):
             raise
         except BaseException as error:  # an interrupt: the batch is lost with the loader
             self._failure = DataLoadError(
-                "loading batch {} was interrupted by {}; call reset() to start a new epoch"
-                .format(self._cursor, type(error).__name__), batch=self._cursor)
+                f"loading batch {self._cursor} was interrupted by {type(error).__name__}; call "
+                "reset() to start a new epoch", batch=self._cursor)
             raise

@@ -32,7 +32,7 @@ def check_plan(plans, declared, reference_shapes, multiple):
                 elements = math.prod(shape)
                 if elements > limit:
                     raise DataSpecError(
-                        "batch {} device {}: input {!r} would be an array of shape {} ({} "
-                        "elements), more than the {} one MXNet array holds: the samples' sizes "
-                        "or pad_to_multiple={} are too large".format(
-                            batch, device, one.name, shape, elements, limit, multiple))
+                        f"batch {batch} device {device}: input {one.name!r} would be an array of "
+                        f"shape {shape} ({elements} elements), more than the {limit} one MXNet "
+                        f"array holds: the samples' sizes or pad_to_multiple={multiple} are too "
+                        "large")

@@ -79,8 +79,8 @@ class KeyedDataset:
         size = _inputs.sample_size(fields, self._declared, slot.sample)
         if size != slot.declared_size:
             raise _inputs.DataSpecError(
-                "the sizes given say sample {} is {}, but it has size {} on its size axes "
-                "(batch {})".format(slot.sample, slot.declared_size, size, slot.batch))
+                f"the sizes given say sample {slot.sample} is {slot.declared_size}, but it has "
+                f"size {size} on its size axes (batch {slot.batch})")
         return slot, fields
 
     def _read(self, slot):
@@ -88,9 +88,8 @@ class KeyedDataset:
             return self._dataset[slot.sample]
         except Exception as error:
             name = type(self._dataset).__name__
-            raise DataLoadError("dataset[{}] raised {}: {} (dataset {}, batch {} of the epoch)"
-                                .format(slot.sample, type(error).__name__, error, name,
-                                        slot.batch),
+            raise DataLoadError(f"dataset[{slot.sample}] raised {type(error).__name__}: {error} "
+                                f"(dataset {name}, batch {slot.batch} of the epoch)",
                                 batch=slot.batch, sample=slot.sample, dataset=name) from error
 
 
@@ -193,7 +192,7 @@ def image_size(path: str) -> Tuple[int, int]:
         if head[:2] == b"\xff\xd8":
             stream.seek(2)
             return _jpeg_frame_size(stream, path)
-    raise _inputs.DataSpecError("{!r} is neither a PNG nor a JPEG file".format(path))
+    raise _inputs.DataSpecError(f"{path!r} is neither a PNG nor a JPEG file")
 
 
 def _jpeg_frame_size(stream, path):
@@ -201,10 +200,10 @@ def _jpeg_frame_size(stream, path):
     while True:
         marker = stream.read(2)
         if len(marker) < 2 or marker[0] != 0xFF:
-            raise _inputs.DataSpecError("{!r}: no JPEG frame header found".format(path))
+            raise _inputs.DataSpecError(f"{path!r}: no JPEG frame header found")
         length_bytes = stream.read(2)
         if len(length_bytes) < 2:
-            raise _inputs.DataSpecError("{!r}: no JPEG frame header found".format(path))
+            raise _inputs.DataSpecError(f"{path!r}: no JPEG frame header found")
         if marker[1] in _JPEG_FRAMES:
             _precision, height, width = struct.unpack(">BHH", stream.read(5))
             return int(height), int(width)

@@ -140,11 +140,11 @@ class PerDevicePrefetchingIter(CurrentBatchIter):
 
     def __init__(self, data_iter: Any, depth: int = 1) -> None:
         if isinstance(data_iter, (list, tuple)):
-            raise TypeError("PerDevicePrefetchingIter takes one iterator, got a %s of %d: %r; "
-                            "combine them into one iterator first"
-                            % (type(data_iter).__name__, len(data_iter), data_iter))
+            raise TypeError("PerDevicePrefetchingIter takes one iterator, got a "
+                            f"{type(data_iter).__name__} of {len(data_iter)}: {data_iter!r}; "
+                            "combine them into one iterator first")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise ValueError("depth must be an integer >= 1, got %r" % (depth,))
+            raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
         super().__init__(getattr(data_iter, "batch_size", 0))
         self._data_iter = data_iter
         self._depth = depth

@@ -65,22 +65,22 @@ def _plan(command, num_workers, num_servers, environ):
     node_environ = _launch_env.node_environ
     yield "scheduler", _PS_NODE_COMMAND, node_environ(environ, "scheduler")
     for index in range(num_servers):
-        yield "server {}".format(index), _PS_NODE_COMMAND, node_environ(environ, "server")
+        yield f"server {index}", _PS_NODE_COMMAND, node_environ(environ, "server")
     for index in range(num_workers):
-        yield "worker {}".format(index), list(command), node_environ(environ, "worker", index)
+        yield f"worker {index}", list(command), node_environ(environ, "worker", index)
 
 
 def _signal_name(signum):
     try:
         return signal.Signals(signum).name
     except ValueError:
-        return "signal {}".format(signum)
+        return f"signal {signum}"
 
 
 def _describe_exit(node, code):
     if code < 0:
-        return "{} was killed by {}".format(node.name, _signal_name(-code))
-    return "{} exited with code {}".format(node.name, code)
+        return f"{node.name} was killed by {_signal_name(-code)}"
+    return f"{node.name} exited with code {code}"
 
 
 def _status_of(code):
@@ -88,7 +88,7 @@ def _status_of(code):
 
 
 def _plural(count, noun="process"):
-    return "{} {}{}".format(count, noun, "" if count == 1 else "es")
+    return f'{count} {noun}{"" if count == 1 else "es"}'
 
 
 def _supervise(nodes, workers, timeout, grace, output, signals):
@@ -102,8 +102,8 @@ def _supervise(nodes, workers, timeout, grace, output, signals):
         for node in nodes:
             code = node.exit_code()
             if code:
-                output.say("{}; stopping {}".format(
-                    _describe_exit(node, code), _plural(len(running), "other process")))
+                output.say(f'{_describe_exit(node, code)}; stopping '
+                           f'{_plural(len(running), "other process")}')
                 return _status_of(code)
         if not any(node in running for node in workers):
             return _wait_for_ps_nodes(nodes, grace, output, signals)
@@ -111,16 +111,15 @@ def _supervise(nodes, workers, timeout, grace, output, signals):
             return _received(signals, running, output)
         if timeout is not None and time.monotonic() - started > timeout:
             waiting = ", ".join(node.name for node in workers if node in running)
-            output.say("timed out after {:g} s waiting for {}; stopping {}".format(
-                timeout, waiting, _plural(len(running))))
+            output.say(f"timed out after {timeout:g} s waiting for {waiting}; stopping "
+                       f"{_plural(len(running))}")
             return _EXIT_TIMEOUT
         time.sleep(_POLL_S)
 
 
 def _received(signals, running, output):
     signals.stopped_the_job = True
-    output.say("received {}; stopping {}".format(
-        _signal_name(signals.received), _plural(len(running))))
+    output.say(f"received {_signal_name(signals.received)}; stopping {_plural(len(running))}")
     return 128 + signals.received
 
 
@@ -139,11 +138,10 @@ def _wait_for_ps_nodes(nodes, grace, output, signals):
     # success decided the status: a signal now only cuts the wait short.
     names = ", ".join(node.name for node in running)
     if signals.received is not None:
-        output.say("workers succeeded; received {}; stopping {}".format(
-            _signal_name(signals.received), names))
+        output.say(f"workers succeeded; received {_signal_name(signals.received)}; "
+                   f"stopping {names}")
     else:
-        output.say("workers succeeded; stopping {}, still running after {:g} s".format(
-            names, grace))
+        output.say(f"workers succeeded; stopping {names}, still running after {grace:g} s")
     return 0
 
 
@@ -181,12 +179,11 @@ def _start(command, num_workers, num_servers, environ, output, nodes, signals, w
             nodes.append(_Node(name, argv, node_environ, output))
             watchdog.watch(nodes[-1].pid)
         except OSError as error:
-            output.say("cannot start {} ({!r}): {}; stopping {}".format(
-                name, argv[0], error.strerror or error, _plural(len(nodes))))
+            output.say(f"cannot start {name} ({argv[0]!r}): {error.strerror or error}; stopping "
+                       f"{_plural(len(nodes))}")
             return 127 if isinstance(error, FileNotFoundError) else 126
-    output.say("scheduler on {}:{}; started {}".format(
-        LOOPBACK, environ["DMLC_PS_ROOT_PORT"],
-        ", ".join("{} (pid {})".format(node.name, node.pid) for node in nodes)))
+    started = ", ".join(f"{node.name} (pid {node.pid})" for node in nodes)
+    output.say(f"scheduler on {LOOPBACK}:{environ['DMLC_PS_ROOT_PORT']}; started {started}")
     return None
 
 

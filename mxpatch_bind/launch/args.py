@@ -17,25 +17,24 @@ from . import env as _launch_env
 def count(name, value, minimum):
     """``value`` as an int, when it is an integer (numpy's too) >= ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError("{} must be an integer >= {}, got {!r} of type {}".format(
-            name, minimum, value, type(value).__name__))
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r} of type "
+                        f"{type(value).__name__}")
     if value < minimum:
-        raise ValueError("{} must be an integer >= {}, got {!r}".format(name, minimum, value))
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
 
 
 def seconds(name, value, minimum, inclusive, none_means=None):
     """``value`` as a float, when it is a finite real number above ``minimum``."""
-    bound = "{} {:g}".format(">=" if inclusive else ">", minimum)
-    accepted = "a finite number of seconds {}{}".format(
-        bound, "" if none_means is None else ", or None for " + none_means)
+    bound = f'{">=" if inclusive else ">"} {minimum:g}'
+    accepted = (f'a finite number of seconds {bound}'
+               f'{"" if none_means is None else ", or None for " + none_means}')
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError("{} must be {}, got {!r} of type {}".format(
-            name, accepted, value, type(value).__name__))
+        raise TypeError(f"{name} must be {accepted}, got {value!r} of type {type(value).__name__}")
     number = float(value)
     in_range = number >= minimum if inclusive else number > minimum
     if not (math.isfinite(number) and in_range):
-        raise ValueError("{} must be {}, got {!r}".format(name, accepted, value))
+        raise ValueError(f"{name} must be {accepted}, got {value!r}")
     return number
 
 
@@ -50,11 +49,11 @@ def check_command(command):
         raise ValueError(_COMMAND_FORM.format(command))
     for position, argument in enumerate(command):
         if not isinstance(argument, str):
-            raise TypeError("command[{}] must be a str, got {!r} of type {}".format(
-                position, argument, type(argument).__name__))
+            raise TypeError(f"command[{position}] must be a str, got {argument!r} of type "
+                            f"{type(argument).__name__}")
         if "\0" in argument:
-            raise ValueError("command[{}] must not contain a NUL character, got {!r}".format(
-                position, argument))
+            raise ValueError(f"command[{position}] must not contain a NUL character, got "
+                             f"{argument!r}")
     return list(command)
 
 
@@ -63,17 +62,17 @@ def check_env(env):
     if env is None:
         return {}
     if not isinstance(env, Mapping):
-        raise TypeError("env must be a dict of str to str or None, got {!r}".format(env))
+        raise TypeError(f"env must be a dict of str to str or None, got {env!r}")
     for name, value in env.items():
         if not isinstance(name, str) or not isinstance(value, str):
-            raise TypeError("env must map str to str, got {!r}: {!r}".format(name, value))
+            raise TypeError(f"env must map str to str, got {name!r}: {value!r}")
         if not name or "=" in name or "\0" in name or "\0" in value:
             raise ValueError(
-                "env names must be non-empty without '=' or NUL, and values without NUL, "
-                "got {!r}: {!r}".format(name, value))
+                "env names must be non-empty without '=' or NUL, and values without NUL, got "
+                f"{name!r}: {value!r}")
         if _launch_env.is_owned(name):
-            raise ValueError("env must not set {!r}: the launcher owns {}".format(
-                name, _launch_env.OWNED_SUMMARY))
+            raise ValueError(f"env must not set {name!r}: the launcher owns "
+                             f"{_launch_env.OWNED_SUMMARY}")
     return dict(env)
 
 
@@ -85,7 +84,7 @@ def _flag_type(parse, accepted):
             return parse(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                "must be {}, got {!r}".format(accepted, text)) from None
+                f"must be {accepted}, got {text!r}") from None
 
     return parse_flag
 

@@ -46,7 +46,7 @@ class _Output:
             stream.flush()
 
     def say(self, message):
-        self.write_line(self.stderr, "{}: {}".format(_PROG, message))
+        self.write_line(self.stderr, f"{_PROG}: {message}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -138,7 +138,7 @@ class _Node:
             start_new_session=True,
             preexec_fn=_die_with_launcher(),
         )
-        prefix = "[{}] ".format(name)
+        prefix = f"[{name}] "
         self._readers = [
             _Reader(self.popen.stdout, prefix, output, output.stdout),
             _Reader(self.popen.stderr, prefix, output, output.stderr),

@@ -106,10 +106,10 @@ def check_short_batch(checked, num_devices, is_train):
     num_given = len(checked.data)
     if is_train and num_given < num_devices:
         raise BatchError(
-            "the batch has %d device entries but the module has %d contexts; a short batch "
-            "runs for inference only (forward with is_train=False, or a module bound with "
-            "for_training=False): training it would leave the other devices without samples. "
-            "Drop the last batch, or give every device samples" % (num_given, num_devices))
+            f"the batch has {num_given} device entries but the module has {num_devices} contexts; "
+            "a short batch runs for inference only (forward with is_train=False, or a module "
+            "bound with for_training=False): training it would leave the other devices without "
+            "samples. Drop the last batch, or give every device samples")
 
 
 def check_flat_batch(data_batch, expected):
@@ -124,8 +124,8 @@ def check_flat_batch(data_batch, expected):
     """
     data = getattr(data_batch, "data", None)
     if not isinstance(data, (list, tuple)):
-        raise BatchError("the batch's data is %r; expected a list of arrays, one per input %r"
-                         % (data, list(expected.data_names)))
+        raise BatchError(f"the batch's data is {data!r}; expected a list of arrays, one per input "
+                         f"{list(expected.data_names)!r}")
     shapes_ = _check_device(None, data, "data", expected.data_names, expected.data_ranks)
     provided = getattr(data_batch, "provide_data", None)
     if given(provided):
@@ -171,19 +171,18 @@ def _per_device_provided(provided, what, num_given, names):
     if not given(provided):
         return None
     if not isinstance(provided, (list, tuple)):
-        raise BatchError("the batch's %s is %s; expected one entry per device, each a list of "
-                         "(name, shape) or None, e.g. %s" % (what, _short(provided),
-                                                            _provided_example(names)))
+        raise BatchError(f"the batch's {what} is {_short(provided)}; expected one entry per "
+                         "device, each a list of (name, shape) or None, e.g. "
+                         f"{_provided_example(names)}")
     if all(entry is None for entry in provided):
         return None
     if shapes.spec_form([entry for entry in provided if entry is not None]) == shapes.STOCK:
-        raise BatchError("the batch's %s %s is flat but its arrays are per device; expected "
-                         "one entry per device, each a list of (name, shape) or None, e.g. %s"
-                         % (what, _short(provided), _provided_example(names)))
+        raise BatchError(f"the batch's {what} {_short(provided)} is flat but its arrays are per "
+                         "device; expected one entry per device, each a list of (name, shape) or "
+                         f"None, e.g. {_provided_example(names)}")
     if len(provided) != num_given:
-        raise BatchError("the batch's %s has %d device entries but its arrays have %d: %s; "
-                         "expected one entry per device" % (what, len(provided), num_given,
-                                                            _short(provided)))
+        raise BatchError(f"the batch's {what} has {len(provided)} device entries but its arrays "
+                         f"have {num_given}: {_short(provided)}; expected one entry per device")
     return list(provided)
 
 
@@ -192,15 +191,14 @@ def _provided_example(names):
     if not names:
         return "[None, None]"
     name = names[0]
-    return "[[(%r, (2, ...))], [(%r, (1, ...))]], or None for a device without them" % (name,
-                                                                                        name)
+    return f"[[({name!r}, (2, ...))], [({name!r}, (1, ...))]], or None for a device without them"
 
 
 def _check_device_count(devices, field, num_devices):
     if not devices or len(devices) > num_devices:
-        raise BatchError("the batch's %s has %d device entries but the module has %d contexts; "
-                         "expected one list of arrays per device (fewer only for inference)"
-                         % (field, len(devices), num_devices))
+        raise BatchError(f"the batch's {field} has {len(devices)} device entries but the module "
+                         f"has {num_devices} contexts; expected one list of arrays per device "
+                         "(fewer only for inference)")
 
 
 def _present_labels(label, num_given):
@@ -209,19 +207,19 @@ def _present_labels(label, num_given):
     if not given(label):
         return None
     if not isinstance(label, (list, tuple)):
-        raise BatchError("the batch's label is %r; expected None or one list of arrays per "
-                         "device" % (label,))
+        raise BatchError(f"the batch's label is {label!r}; expected None or one list of arrays per "
+                         "device")
     present = [given(device) for device in label]
     if not any(present):
         return None
     if len(label) != num_given:
-        raise BatchError("the batch's label has %d device entries but its data has %d; "
-                         "expected one list of arrays per device" % (len(label), num_given))
+        raise BatchError(f"the batch's label has {len(label)} device entries but its data has "
+                         f"{num_given}; expected one list of arrays per device")
     if not all(present):
         missing = present.index(False)
-        raise BatchError("batch device %d has no labels but device %d has: given %r; expected "
-                         "labels on every device or on none" % (missing, present.index(True),
-                                                                label[missing]))
+        raise BatchError(f"batch device {missing} has no labels but device {present.index(True)} "
+                         f"has: given {label[missing]!r}; expected labels on every device or on "
+                         "none")
     return list(label)
 
 
@@ -232,15 +230,15 @@ def _check_devices(devices, field, names, ranks):
 
 
 def _where(device, field, name):
-    device_part = "the batch" if device is None else "batch device %d" % device
-    return "%s, %s input %r" % (device_part, field, name)
+    device_part = "the batch" if device is None else f"batch device {device}"
+    return f"{device_part}, {field} input {name!r}"
 
 
 def _check_device(device, arrays, field, names, ranks):
     if not isinstance(arrays, (list, tuple)) or len(arrays) != len(names):
-        where = "the batch" if device is None else "batch device %d" % device
-        raise BatchError("%s gives %s %s; expected a list of %d arrays, one per input %r"
-                         % (where, field, _short(arrays), len(names), list(names)))
+        where = "the batch" if device is None else f"batch device {device}"
+        raise BatchError(f"{where} gives {field} {_short(arrays)}; expected a list of {len(names)} "
+                         f"arrays, one per input {list(names)!r}")
     return tuple(_check_array(device, field, name, array, rank)
                  for name, array, rank in zip(names, arrays, ranks))
 
@@ -250,19 +248,19 @@ def _check_array(device, field, name, array, rank):
         shape = array.shape
     elif isinstance(array, np.ndarray):
         if array.dtype.kind not in _ACCEPTED_KINDS:
-            raise BatchError("%s: given an array of dtype %r; expected a numeric dtype MXNet "
-                             "holds (bool, int, uint, float)" % (_where(device, field, name),
-                                                                 str(array.dtype)))
+            raise BatchError(f"{_where(device, field, name)}: given an array of dtype "
+                             f"{str(array.dtype)!r}; expected a numeric dtype MXNet holds (bool, "
+                             "int, uint, float)")
         shape = array.shape
     else:
-        raise BatchError("%s: given %s; expected an NDArray or a numpy array"
-                         % (_where(device, field, name), _short(array)))
+        raise BatchError(f"{_where(device, field, name)}: given {_short(array)}; expected an "
+                         "NDArray or a numpy array")
     if rank is not None and len(shape) != rank:
-        raise BatchError("%s: given shape %r (%d axes); expected %d axes, as the module is "
-                         "bound" % (_where(device, field, name), shape, len(shape), rank))
+        raise BatchError(f"{_where(device, field, name)}: given shape {shape!r} ({len(shape)} "
+                         f"axes); expected {rank} axes, as the module is bound")
     if 0 in shape or not shape:
-        raise BatchError("%s: given shape %r; expected at least one element on every axis"
-                         % (_where(device, field, name), shape))
+        raise BatchError(f"{_where(device, field, name)}: given shape {shape!r}; expected at least "
+                         "one element on every axis")
     return shape
 
 
@@ -289,17 +287,17 @@ def _check_provided(provided, field, names, device_shapes):
 def _check_device_provided(device, entries, field, names, array_shapes):
     """provide_data / provide_label of one device name the inputs and match the arrays."""
     what = "provide_" + field
-    where = "the batch" if device is None else "batch device %d" % device
+    where = "the batch" if device is None else f"batch device {device}"
     if not isinstance(entries, (list, tuple)) or len(entries) != len(names):
-        raise BatchError("%s gives %s %s; expected %d (name, shape) entries for %r"
-                         % (where, what, _short(entries), len(names), list(names)))
+        raise BatchError(f"{where} gives {what} {_short(entries)}; expected {len(names)} (name, "
+                         f"shape) entries for {list(names)!r}")
     for entry, name, shape in zip(entries, names, array_shapes):
         if not (isinstance(entry, (list, tuple)) and len(entry) >= 2):
-            raise BatchError("%s gives %s entry %s; expected (name, shape) or DataDesc"
-                             % (where, what, _short(entry)))
+            raise BatchError(f"{where} gives {what} entry {_short(entry)}; expected (name, shape) "
+                             "or DataDesc")
         if not isinstance(entry[0], str) or entry[0] != name:
-            raise BatchError("%s gives %s %r for input %r; expected the inputs in the "
-                             "module's order %r" % (where, what, entry[0], name, list(names)))
+            raise BatchError(f"{where} gives {what} {entry[0]!r} for input {name!r}; expected the "
+                             f"inputs in the module's order {list(names)!r}")
         if not _same_shape(entry[1], shape):
-            raise BatchError("%s: %s says shape %r but the array has shape %r"
-                             % (_where(device, field, name), what, entry[1], shape))
+            raise BatchError(f"{_where(device, field, name)}: {what} says shape {entry[1]!r} but "
+                             f"the array has shape {shape!r}")

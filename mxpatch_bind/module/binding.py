@@ -164,8 +164,8 @@ def _per_device_spec(module, data_shapes, label_shapes):
 
 def _require_module(module):
     if not isinstance(module, Module):
-        raise TypeError("per-device shapes need a mxnet.module.Module; got %r (a BucketingModule "
-                        "binds per device through install() or patched())" % (module,))
+        raise TypeError(f"per-device shapes need a mxnet.module.Module; got {module!r} (a "
+                        "BucketingModule binds per device through install() or patched())")
 
 
 def _call_per_device(module, method, args):
@@ -203,8 +203,8 @@ def _bind_per_device(module, spec, options):
     Upstream: mxnet.module.module.Module.bind
     """
     if options.inputs_need_grad and not options.for_training:
-        raise ValueError("inputs_need_grad=True needs for_training=True; got for_training=%r"
-                         % (options.for_training,))
+        raise ValueError("inputs_need_grad=True needs for_training=True; got for_training="
+                         f"{options.for_training!r}")
     shared_group = _shared_group(module, options.shared_module)
     if module.binded and not options.force_rebind:
         module.logger.warning('Already bound, ignoring bind()')
@@ -241,11 +241,11 @@ def _shared_group(module, shared_module):
         return None
     if not (isinstance(shared_module, Module) and shared_module.binded
             and shared_module.params_initialized):
-        raise ValueError("shared_module must be a bound Module with initialised parameters; "
-                         "got %r" % (shared_module,))
+        raise ValueError("shared_module must be a bound Module with initialised parameters; got "
+                         f"{shared_module!r}")
     if len(shared_module._exec_group.execs) < len(module._context):
-        raise ValueError("shared_module runs on %d devices but this module needs %d"
-                         % (len(shared_module._exec_group.execs), len(module._context)))
+        raise ValueError(f"shared_module runs on {len(shared_module._exec_group.execs)} devices "
+                         f"but this module needs {len(module._context)}")
     return shared_module._exec_group
 
 

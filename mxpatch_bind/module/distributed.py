@@ -71,7 +71,7 @@ def global_sample_count(kvstore, local_count):
     _counts_taken[kvstore] = index + 1
     # Stock Module keys the kvstore by parameter name and a kvstore refuses mixed key types,
     # so this key is a string too.
-    key = "%s%d__" % (KEY_PREFIX, index)
+    key = f"{KEY_PREFIX}{index}__"
     sent = (float(local_count),) + _PROBE
     kvstore.init(key, nd.zeros((len(sent),)))
     kvstore.push(key, nd.array(sent))
@@ -80,11 +80,11 @@ def global_sample_count(kvstore, local_count):
     total, *probe = received.asnumpy().tolist()
     if probe != [value * kvstore.num_workers for value in _PROBE] or total != int(total):
         raise RuntimeError(
-            "cannot count the samples of all workers on kvstore %r: pushing %r from each of "
-            "%d workers gave back %r instead of their sum, so the servers already apply an "
-            "optimizer or gradient compression (the kvstore served another module's "
-            "init_optimizer, or set_optimizer / set_gradient_compression was called on it). "
-            "Pass optimizer_params={'rescale_grad': 1.0 / <samples of all workers>, ...} "
-            "to this module's init_optimizer on every worker."
-            % (kvstore.type, list(sent), kvstore.num_workers, [total] + probe))
+            f"cannot count the samples of all workers on kvstore {kvstore.type!r}: pushing "
+            f"{list(sent)!r} from each of {kvstore.num_workers} workers gave back "
+            f"{[total] + probe!r} instead of their sum, so the servers already apply an optimizer "
+            "or gradient compression (the kvstore served another module's init_optimizer, or "
+            "set_optimizer / set_gradient_compression was called on it). Pass "
+            "optimizer_params={'rescale_grad': 1.0 / <samples of all workers>, ...} to this "
+            "module's init_optimizer on every worker.")
     return int(total)

@@ -289,9 +289,9 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         """Backward on every device; ``out_grads`` is merged (stock) or one list per device."""
         per_device = [isinstance(grads, (list, tuple)) for grads in out_grads or []]
         if self.num_active is not None:
-            raise RuntimeError("backward after a short batch (%d of %d devices ran forward, "
-                               "for inference): give every device samples to train"
-                               % (self.num_active, len(self.execs)))
+            raise RuntimeError(f"backward after a short batch ({self.num_active} of "
+                               f"{len(self.execs)} devices ran forward, for inference): give every "
+                               "device samples to train")
         if not self.per_device or not any(per_device):
             return super().backward(out_grads)
         if not self.for_training:
@@ -299,12 +299,12 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         if not all(per_device):
             # An array where a device's list belongs would be iterated row by row.
             entry = per_device.index(False)
-            raise ValueError("out_grads mixes per-device lists and arrays: entry %d is a %s; "
-                             "give one list of arrays per device, or merged arrays only"
-                             % (entry, type(out_grads[entry]).__name__))
+            raise ValueError(f"out_grads mixes per-device lists and arrays: entry {entry} is a "
+                             f"{type(out_grads[entry]).__name__}; give one list of arrays per "
+                             "device, or merged arrays only")
         if len(out_grads) != len(self.execs):
-            raise ValueError("out_grads has %d per-device entries but the module has %d "
-                             "devices" % (len(out_grads), len(self.execs)))
+            raise ValueError(f"out_grads has {len(out_grads)} per-device entries but the module "
+                             f"has {len(self.execs)} devices")
         for exec_, context, grads in zip(self.execs, self.contexts, out_grads):
             exec_.backward(out_grads=[grad.as_in_context(context) for grad in grads])
         return None
@@ -350,11 +350,11 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         Upstream: mxnet.module.executor_group.DataParallelExecutorGroup.update_metric
         """
         if not pre_sliced:
-            raise ValueError("a short batch's metric needs one list of labels per device that "
-                             "ran (%d), not merged labels" % self.num_active)
+            raise ValueError("a short batch's metric needs one list of labels per device that ran "
+                             f"({self.num_active}), not merged labels")
         if len(labels) != self.num_active:
-            raise ValueError("update_metric got labels for %d devices but the last batch ran "
-                             "on %d" % (len(labels), self.num_active))
+            raise ValueError(f"update_metric got labels for {len(labels)} devices but the last "
+                             f"batch ran on {self.num_active}")
         for exec_, device_labels in zip(self._active_execs(), labels):
             eval_metric.update_dict(OrderedDict(zip(self.label_names, device_labels)),
                                     OrderedDict(zip(self.output_names, exec_.outputs)))
@@ -365,7 +365,7 @@ def _merge_checked(per_name, axes, names, what):
         shapes = [tuple(t.shape) for t in tensors]
         if axis >= 0 and len({s[:axis] + s[axis + 1:] for s in shapes}) > 1:
             raise ValueError(
-                "cannot merge %s %r across devices: per-device shapes %r differ outside the "
-                "batch axis %d; pass merge_multi_context=False to get one array per device"
-                % (what, name, shapes, axis))
+                f"cannot merge {what} {name!r} across devices: per-device shapes {shapes!r} differ "
+                f"outside the batch axis {axis}; pass merge_multi_context=False to get one array "
+                "per device")
     return _merge_multi_context(per_name, axes)

@@ -154,8 +154,8 @@ def adopt_sequential(module):
 def _check_chain(seq, data_shapes, for_training, inputs_need_grad, shared_module):
     """Refuse what a per-device chain cannot bind, before anything changes."""
     if shared_module is not None:
-        raise ValueError("a SequentialModule cannot bind with a shared_module; got %r"
-                         % (shared_module,))
+        raise ValueError("a SequentialModule cannot bind with a shared_module; got "
+                         f"{shared_module!r}")
     if inputs_need_grad and not for_training:
         raise ValueError("inputs_need_grad=True needs for_training=True")
     if not seq._modules:
@@ -164,21 +164,21 @@ def _check_chain(seq, data_shapes, for_training, inputs_need_grad, shared_module
         if not isinstance(module, Module):
             raise TypeError(
                 "per-device shapes need every module of a SequentialModule to be a "
-                "mxnet.module.Module; layer %d is %r. Bind with stock (flat) shapes, or "
-                "replace it by a Module (a nested SequentialModule: add its modules to this "
-                "one)" % (index, module))
+                f"mxnet.module.Module; layer {index} is {module!r}. Bind with stock (flat) shapes, "
+                "or replace it by a Module (a nested SequentialModule: add its modules to this "
+                "one)")
     num_devices = len(seq._modules[0]._context)
     for index, module in enumerate(seq._modules):
         if len(module._context) != num_devices:
             raise ShapeSpecError(
-                "per-device shapes need every module of a SequentialModule on the same "
-                "number of contexts: layer 0 has %d, layer %d (%r) has %d"
-                % (num_devices, index, module, len(module._context)))
+                "per-device shapes need every module of a SequentialModule on the same number of "
+                f"contexts: layer 0 has {num_devices}, layer {index} ({module!r}) has "
+                f"{len(module._context)}")
     if len(data_shapes) != num_devices:
         # The first module's parse names every other defect of the spec; the count is
         # checked here because auto-wiring renames each device's entries first.
-        raise ShapeSpecError("data_shapes must have one entry per context (%d), got %d: %r"
-                             % (num_devices, len(data_shapes), data_shapes))
+        raise ShapeSpecError(f"data_shapes must have one entry per context ({num_devices}), got "
+                             f"{len(data_shapes)}: {data_shapes!r}")
     _check_wiring(seq, data_shapes)
 
 
@@ -190,20 +190,20 @@ def _check_wiring(seq, data_shapes):
         for device, entries in enumerate(data_shapes):
             if isinstance(entries, (list, tuple)) and len(entries) != len(first.data_names):
                 raise ShapeSpecError(
-                    "layer 0 (auto_wiring) takes %d inputs %r but device %d's data_shapes "
-                    "has %d: %r" % (len(first.data_names), list(first.data_names), device,
-                                   len(entries), entries))
+                    f"layer 0 (auto_wiring) takes {len(first.data_names)} inputs "
+                    f"{list(first.data_names)!r} but device {device}'s data_shapes has "
+                    f"{len(entries)}: {entries!r}")
     for index in range(1, len(seq._modules)):
         module, meta = seq._modules[index], seq._metas[index]
         outputs, wanted = list(seq._modules[index - 1].output_names), list(module.data_names)
         if meta.get(_AUTO_WIRING) and len(outputs) != len(wanted):
             raise ShapeSpecError(
-                "layer %d (auto_wiring) takes %d inputs %r but layer %d gives %d outputs %r"
-                % (index, len(wanted), wanted, index - 1, len(outputs), outputs))
+                f"layer {index} (auto_wiring) takes {len(wanted)} inputs {wanted!r} but layer "
+                f"{index - 1} gives {len(outputs)} outputs {outputs!r}")
         if not meta.get(_AUTO_WIRING) and outputs != wanted:
             raise ShapeSpecError(
-                "layer %d takes the inputs %r but layer %d gives the outputs %r; add it with "
-                "auto_wiring=True to feed them by position" % (index, wanted, index - 1, outputs))
+                f"layer {index} takes the inputs {wanted!r} but layer {index - 1} gives the "
+                f"outputs {outputs!r}; add it with auto_wiring=True to feed them by position")
 
 
 def _bind_chain(seq, data_shapes, label_shapes, for_training, inputs_need_grad, force_rebind,

@@ -173,8 +173,8 @@ def spec_form(data_shapes, label_shapes=None):
         return PER_DEVICE
     if isinstance(label_shapes, (list, tuple)) and any(is_device_entry(e) for e in label_shapes):
         raise ShapeSpecError(
-            "label_shapes %r is per-device but data_shapes %r is flat; pass both in the "
-            "same form: %s" % (label_shapes, data_shapes, _SPEC_FORM))
+            f"label_shapes {label_shapes!r} is per-device but data_shapes {data_shapes!r} is flat; "
+            f"pass both in the same form: {_SPEC_FORM}")
     return STOCK
 
 
@@ -255,11 +255,11 @@ def _check_parsed(spec, label_shapes, data_names, label_names, num_devices):
     """An already parsed spec: not parsed again, only checked to fit the module it is handed
     to (one parsed for another module would otherwise bind the wrong devices silently)."""
     if label_shapes is not None:
-        raise ShapeSpecError("label_shapes must be None when data_shapes is a parsed "
-                             "DeviceShapes (it holds the labels); got %r" % (label_shapes,))
+        raise ShapeSpecError("label_shapes must be None when data_shapes is a parsed DeviceShapes "
+                             f"(it holds the labels); got {label_shapes!r}")
     if spec.num_devices != num_devices:
-        raise ShapeSpecError("the spec describes %d devices but the module has %d contexts: %r"
-                             % (spec.num_devices, num_devices, spec))
+        raise ShapeSpecError(f"the spec describes {spec.num_devices} devices but the module has "
+                             f"{num_devices} contexts: {spec!r}")
     _check_names(spec.data, "data_shapes", data_names)
     if spec.label is not None:
         _check_names(spec.label, "label_shapes", label_names)
@@ -270,26 +270,26 @@ def _parse_labels(label_shapes, label_names, num_devices):
     if label_shapes is None:
         return None
     if not isinstance(label_shapes, (list, tuple)):
-        raise ShapeSpecError("label_shapes must be None or %s; got %r" % (_LABEL_SPEC_FORM,
-                                                                          label_shapes))
+        raise ShapeSpecError(f"label_shapes must be None or {_LABEL_SPEC_FORM}; got "
+                             f"{label_shapes!r}")
     present = [entry is not None for entry in label_shapes]
     if not any(present):
         return None
     if not all(present):
         missing = present.index(False)
         raise ShapeSpecError(
-            "label_shapes gives labels for some devices but None for device %d: %r; give "
-            "every device its labels or pass None for all" % (missing, label_shapes))
+            f"label_shapes gives labels for some devices but None for device {missing}: "
+            f"{label_shapes!r}; give every device its labels or pass None for all")
     return _parse_devices(label_shapes, "label_shapes", label_names, num_devices)
 
 
 def _parse_devices(spec, what, names, num_devices):
     if not isinstance(spec, (list, tuple)):
-        raise ShapeSpecError("%s must be %s; got %r" % (what, _spec_form_of(what), spec))
+        raise ShapeSpecError(f"{what} must be {_spec_form_of(what)}; got {spec!r}")
     if len(spec) != num_devices:
         raise ShapeSpecError(
-            "%s has %d entries but the module has %d contexts; expected %s; got %r"
-            % (what, len(spec), num_devices, _spec_form_of(what), spec))
+            f"{what} has {len(spec)} entries but the module has {num_devices} contexts; expected "
+            f"{_spec_form_of(what)}; got {spec!r}")
     devices = [_parse_device(i, entry, what) for i, entry in enumerate(spec)]
     _check_names(devices, what, names)
     return devices
@@ -297,11 +297,11 @@ def _parse_devices(spec, what, names, num_devices):
 
 def _parse_device(index, entry, what):
     if not is_device_entry(entry):
-        kind = ("a flat (name, shape) entry %r" % (entry,) if _is_stock_entry(entry)
-                else "%r" % (entry,))
+        kind = (f"a flat (name, shape) entry {entry!r}" if _is_stock_entry(entry)
+                else f"{entry!r}")
         raise ShapeSpecError(
-            "%s[%d] is %s, mixed into a per-device spec; expected %s"
-            % (what, index, kind, _entry_form_of(what)))
+            f"{what}[{index}] is {kind}, mixed into a per-device spec; expected "
+            f"{_entry_form_of(what)}")
     return [_parse_desc(index, item, what) for item in entry]
 
 
@@ -312,8 +312,8 @@ def _parse_desc(index, item, what):
     elif _is_stock_entry(item) and 2 <= len(item) <= 4:
         name, shape = item[0], item[1]
     else:
-        raise ShapeSpecError("%s[%d] has entry %r; expected (name, shape) or DataDesc, as in %s"
-                             % (what, index, item, _entry_form_of(what)))
+        raise ShapeSpecError(f"{what}[{index}] has entry {item!r}; expected (name, shape) or "
+                             f"DataDesc, as in {_entry_form_of(what)}")
     dims = _check_shape(index, name, shape, what)
     desc = (DataDesc(name, dims, item.dtype, item.layout) if isinstance(item, DataDesc)
             else DataDesc(name, dims, *item[2:]))
@@ -328,25 +328,25 @@ def _check_dtype_and_layout(index, desc, what):
     except TypeError:
         kind = None
     if kind not in ("b", "i", "u", "f"):
-        raise ShapeSpecError("%s[%d] gives %r the dtype %r; expected a numeric numpy dtype, "
-                             "e.g. 'float32'" % (what, index, desc.name, desc.dtype))
+        raise ShapeSpecError(f"{what}[{index}] gives {desc.name!r} the dtype {desc.dtype!r}; "
+                             "expected a numeric numpy dtype, e.g. 'float32'")
     if desc.layout is not None and not isinstance(desc.layout, str):
-        raise ShapeSpecError("%s[%d] gives %r the layout %r; expected None or a string such "
-                             "as 'NCHW'" % (what, index, desc.name, desc.layout))
+        raise ShapeSpecError(f"{what}[{index}] gives {desc.name!r} the layout {desc.layout!r}; "
+                             "expected None or a string such as 'NCHW'")
 
 
 def _check_shape(index, name, shape, what):
     if not isinstance(shape, (tuple, list)) or len(shape) == 0:
-        raise ShapeSpecError("%s[%d] gives %r the shape %r; expected a non-empty tuple of "
-                             "positive ints" % (what, index, name, shape))
+        raise ShapeSpecError(f"{what}[{index}] gives {name!r} the shape {shape!r}; expected a "
+                             "non-empty tuple of positive ints")
     for dim in shape:
         if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim <= 0:
-            raise ShapeSpecError("%s[%d] gives %r the shape %r with dimension %r; expected "
-                                 "positive ints" % (what, index, name, shape, dim))
+            raise ShapeSpecError(f"{what}[{index}] gives {name!r} the shape {shape!r} with "
+                                 f"dimension {dim!r}; expected positive ints")
         if dim > MAX_DIM:
-            raise ShapeSpecError("%s[%d] gives %r the shape %r with dimension %r; MXNet holds "
-                                 "dimensions up to %d (int32)"
-                                 % (what, index, name, shape, dim, MAX_DIM))
+            raise ShapeSpecError(f"{what}[{index}] gives {name!r} the shape {shape!r} with "
+                                 f"dimension {dim!r}; MXNet holds dimensions up to {MAX_DIM} "
+                                 "(int32)")
     dims = tuple(int(dim) for dim in shape)
     elements = num_elements(dims)
     limit = max_array_elements()
@@ -366,14 +366,13 @@ def _check_names(devices, what, names):
     for index, descs in enumerate(devices):
         device_names = [desc.name for desc in descs]
         if len(set(device_names)) != len(device_names):
-            raise ShapeSpecError("%s[%d] names an input twice: %r" % (what, index, device_names))
+            raise ShapeSpecError(f"{what}[{index}] names an input twice: {device_names!r}")
         if device_names != first:
-            raise ShapeSpecError("%s[%d] names %r but device 0 names %r; every device must "
-                                 "name the same inputs in the same order"
-                                 % (what, index, device_names, first))
+            raise ShapeSpecError(f"{what}[{index}] names {device_names!r} but device 0 names "
+                                 f"{first!r}; every device must name the same inputs in the same "
+                                 "order")
     if sorted(first) != sorted(names):
-        raise ShapeSpecError("%s names %r but the module expects %r"
-                             % (what, first, list(names)))
+        raise ShapeSpecError(f"{what} names {first!r} but the module expects {list(names)!r}")
 
 
 def check_layouts_agree(spec):
@@ -397,20 +396,18 @@ def check_layouts_agree(spec):
     for what, index, desc, first in _beside_device_0(spec):
         if len(desc.shape) != len(first.shape):
             raise ShapeSpecError(
-                "%s[%d] gives %r the shape %r, of rank %d, but device 0 gives %r, of rank %d; "
-                "every device must give an input the same number of axes"
-                % (what, index, desc.name, desc.shape, len(desc.shape), first.shape,
-                   len(first.shape)))
+                f"{what}[{index}] gives {desc.name!r} the shape {desc.shape!r}, of rank "
+                f"{len(desc.shape)}, but device 0 gives {first.shape!r}, of rank {len(first.shape)}"
+                "; every device must give an input the same number of axes")
         axis = _batch_axis(desc)
         if axis != _batch_axis(first):
             raise ShapeSpecError(
-                "%s[%d] gives %r the layout %r but device 0 gives %r; the batch axis "
-                "must be the same on every device" % (what, index, desc.name,
-                                                      desc.layout, first.layout))
+                f"{what}[{index}] gives {desc.name!r} the layout {desc.layout!r} but device 0 "
+                f"gives {first.layout!r}; the batch axis must be the same on every device")
         if axis >= len(desc.shape):
             raise ShapeSpecError(
-                "%s[%d] gives %r the layout %r, whose batch axis %d is outside the "
-                "shape %r" % (what, index, desc.name, desc.layout, axis, desc.shape))
+                f"{what}[{index}] gives {desc.name!r} the layout {desc.layout!r}, whose batch axis "
+                f"{axis} is outside the shape {desc.shape!r}")
 
 
 def check_dtypes_agree(spec):
@@ -434,9 +431,9 @@ def check_dtypes_agree(spec):
     for what, index, desc, first in _beside_device_0(spec):
         if np.dtype(desc.dtype) != np.dtype(first.dtype):
             raise ShapeSpecError(
-                "%s[%d] gives %r the dtype %s but device 0 gives %s; every device must hold "
-                "an input in the same dtype" % (
-                    what, index, desc.name, np.dtype(desc.dtype), np.dtype(first.dtype)))
+                f"{what}[{index}] gives {desc.name!r} the dtype {np.dtype(desc.dtype)} but device "
+                f"0 gives {np.dtype(first.dtype)}; every device must hold an input in the same "
+                "dtype")
 
 
 def _beside_device_0(spec):
