@@ -5,7 +5,7 @@
 #      driver with CUDA >= 11.7, mxnet-cu112 for 11.2 to 11.6: the newest 1.9.1 GPU wheels),
 #      numpy<1.24 and this checkout with its test extra;
 #   3. python -m mxpatch_bind doctor;
-#   4. tests/test_per_device.py on GPU contexts (MXPATCH_TEST_CONTEXTS=gpu);
+#   4. tests/module/test_per_device.py on GPU contexts (MXPATCH_TEST_CONTEXTS=gpu);
 #   5. the benchmarks at small size (python -m benchmarks --tiny), printing their tables;
 # then a summary: each step's verdict and time.
 #
@@ -72,7 +72,7 @@ say "$gpu_count GPU(s), driver CUDA $cuda -> $mxnet_dist==1.9.1, $("$python" --v
 printf '%s\n' "$gpus" | sed 's/^/    /'
 if [ "$dry_run" = 1 ]; then
     say "plan: venv, pip install ${pip_source[*]} \"$mxnet_dist==1.9.1\" \"numpy<1.24\"" \
-        "-e \".[test]\"; doctor; MXPATCH_TEST_CONTEXTS=gpu pytest tests/test_per_device.py;" \
+        "-e \".[test]\"; doctor; MXPATCH_TEST_CONTEXTS=gpu pytest tests/module/test_per_device.py;" \
         "MXPATCH_BENCH_CONTEXTS=gpu python -m benchmarks --tiny"
     exit 0
 fi
@@ -119,7 +119,7 @@ n, 'GPU(s)'); raise SystemExit(0 if n else 1)"
     step "python -m mxpatch_bind doctor" "$py" -m mxpatch_bind doctor
     if grep -q MXPATCH_TEST_CONTEXTS tests/conftest.py; then
         MXPATCH_TEST_CONTEXTS=gpu step "per-device tests on GPU contexts" \
-            "$py" -m pytest -q -p no:cacheprovider tests/test_per_device.py
+            "$py" -m pytest -q -p no:cacheprovider tests/module/test_per_device.py
     else
         summary+=("FAIL  per-device tests on GPU contexts: tests/conftest.py does not read \
 MXPATCH_TEST_CONTEXTS, so they would run on CPU contexts")

@@ -3,7 +3,7 @@
 A function of this package that copies MXNet code says so with a docstring line
 ``Upstream: <dotted path>``. :data:`FINGERPRINTS` holds, for each such upstream function and
 each supported MXNet release, the sha256 of its source as ``inspect.getsource`` returns it
-(dedented). ``tests/test_upstream_fingerprints.py`` compares them with the installed MXNet,
+(dedented). ``tests/tools/test_upstream_fingerprints.py`` compares them with the installed MXNet,
 so a release that changes a copied function fails the suite (and the nox matrix) instead of
 drifting from the copy. Importing this module does not import MXNet.
 

@@ -28,6 +28,14 @@ def contexts():
 
 
 @pytest.fixture
+def settings_restored():
+    """The settings of ``mxpatch_bind.configure`` as they were, whatever the test set."""
+    previous = mxpatch_bind.configure()
+    yield
+    mxpatch_bind.configure(**previous._asdict())
+
+
+@pytest.fixture
 def give_back_installs():
     """The test's own install() calls, and the one a compat drop-in ensures for the process,
     are given back after it (the guard above then finds the refcount as it was)."""

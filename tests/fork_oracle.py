@@ -1,6 +1,6 @@
 """The fork's training loop, computed with stock MXNet one executor per device (an oracle).
 
-Run as a script against the synthetic fork tree (``tests/data/fork_tree/rfcn``)::
+Run as a script against the synthetic fork tree (``tests/tools/fork_tree/rfcn``)::
 
     python tests/fork_oracle.py RFCN_DIR --pretrained P.params --prefix OUT/oracle \
         --record losses.json --devices 2 --epochs 2

@@ -1,4 +1,4 @@
-"""Worker command for tests/test_horovod.py: per-device training on kvstore='horovod'.
+"""Worker command for tests/tools/test_horovod.py: per-device training on kvstore='horovod'.
 
     horovodrun -np N -H localhost:N --gloo python horovod_worker.py MODE STEPS OUT_DIR
 

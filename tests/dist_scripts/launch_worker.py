@@ -1,4 +1,4 @@
-"""Worker command for tests/test_launch.py; the first argument picks what it does.
+"""Worker command for tests/launch/test_launch.py; the first argument picks what it does.
 
 ``push-pull``
     Join a dist_sync kvstore, push ``ones * (rank + 1)`` and print what it pulls.

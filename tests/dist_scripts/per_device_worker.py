@@ -1,4 +1,4 @@
-"""Worker command for tests/test_distributed.py: per-device training on a dist kvstore.
+"""Worker command for tests/module/test_distributed.py: per-device training on a dist kvstore.
 
     per_device_worker.py KVSTORE STEPS OUT_DIR [die-after-init INDEX] [rescale-grad VALUE]
                          [kvstore-as name|object]

@@ -1,0 +1,109 @@
+"""docs/design.rst's walk of a per-device bind and forward is the code's own: traced here.
+
+The test records every call into the package (two levels deep, comprehensions and the
+patch's switch left out, a generator counted once) while a module binds per device on two
+CPU contexts and then runs a per-device batch of other shapes, and compares the lists with
+the two blocks of docs/design.rst that follow a ``.. walk: NAME`` comment.
+"""
+
+import inspect
+import re
+import sys
+from pathlib import Path
+
+import mxnet as mx
+
+import mxpatch_bind
+from nets import conv_net, device_batch, random_batch
+from paths import REPO
+
+DESIGN = REPO / "docs" / "design.rst"
+SHAPES = [(2, 3, 8, 8), (1, 3, 6, 10)]
+MAX_DEPTH = 2
+PACKAGE = "mxpatch_bind."
+_LEFT_OUT = ("mxpatch_bind._chains",)  # the switch every wrapper passes through
+
+
+def _ours(frame):
+    name = frame.f_globals.get("__name__", "")
+    return (name.startswith(PACKAGE) and name not in _LEFT_OUT
+            and "<" not in frame.f_code.co_qualname)
+
+
+def trace(run):
+    """The package's calls during ``run()``: ``'  ' * depth + 'module.qualname'``, with a
+    run of the same line written once as ``line (xN)``."""
+    calls, generators = [], []
+
+    def profile(frame, event, arg):
+        if event != "call" or not _ours(frame):
+            return
+        if frame.f_code.co_flags & inspect.CO_GENERATOR:
+            # A generator's frame resumes with another "call"; held here, it keeps its id.
+            if any(frame is started for started in generators):
+                return
+            generators.append(frame)
+        depth, caller = 0, frame.f_back
+        while caller is not None:
+            depth += _ours(caller)
+            caller = caller.f_back
+        if depth <= MAX_DEPTH:
+            calls.append("  " * depth + frame.f_globals["__name__"][len(PACKAGE):] + "."
+                         + frame.f_code.co_qualname)
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    collapsed = []
+    for call in calls:
+        if collapsed and collapsed[-1][0] == call:
+            collapsed[-1][1] += 1
+        else:
+            collapsed.append([call, 1])
+    return [call if count == 1 else "%s (x%d)" % (call, count) for call, count in collapsed]
+
+
+def documented(name):
+    """The literal block after ``.. walk: name`` in docs/design.rst, as lines."""
+    text = DESIGN.read_text()
+    match = re.search(r"^\.\. walk: %s\n\n::\n\n((?:   .*\n)+)" % name, text, re.MULTILINE)
+    assert match, "docs/design.rst has no '.. walk: %s' block" % name
+    return [line[3:] for line in match.group(1).rstrip().split("\n")]
+
+
+def walks():
+    with mxpatch_bind.patched():
+        mod = mx.mod.Module(conv_net(), context=[mx.cpu(0), mx.cpu(1)])
+        bind = trace(lambda: mod.bind([[("data", s)] for s in SHAPES],
+                                      [[("softmax_label", (s[0],))] for s in SHAPES]))
+        mod.init_params()
+        batch = device_batch([random_batch((3, 3, 8, 8), seed=1),
+                              random_batch((1, 3, 6, 10), seed=2)])
+        forward = trace(lambda: mod.forward(batch, is_train=False))
+    return {"bind": bind, "forward": forward}
+
+
+def test_the_documented_walks_are_the_calls_the_code_makes():
+    traced = walks()
+    for name, calls in traced.items():
+        assert documented(name) == calls, "\n".join(["%s, as traced:" % name] + calls)
+
+
+def test_the_data_folder_imports_nothing_of_the_module_folder():
+    import ast
+
+    data = Path(mxpatch_bind.__file__).parent / "data"
+    found = []
+    for path in sorted(data.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                target = "." * node.level + (node.module or "")
+                names = [alias.name for alias in node.names]
+                if (target.startswith("..module") or target == "mxpatch_bind.module"
+                        or target.startswith("mxpatch_bind.module.")
+                        or (target == ".." and "module" in names)):
+                    found.append("%s:%d" % (path.name, node.lineno))
+    assert len(list(data.glob("*.py"))) >= 8
+    assert found == []
