@@ -1,4 +1,8 @@
-"""Helpers the benchmarks share: interleaved timing, small networks, tables, JSON (private)."""
+"""Helpers the benchmarks share: interleaved timing, small networks, tables, JSON (private).
+
+``per_device_spec`` and ``contexts_from_env`` are the tests' too (``tests/nets.py``): they
+live here, beside the checkout's code, not in the wheel.
+"""
 
 import json
 import logging
@@ -7,8 +11,67 @@ import platform
 import statistics
 import sys
 import time
+from typing import Any, List, Optional, Sequence, Tuple
 
-from mxpatch_bind._nets import contexts_from_env, conv_classifier
+from mxpatch_bind._nets import conv_classifier
+
+Shape = Tuple[int, ...]
+
+
+
+def per_device_spec(shapes: Sequence[Shape], labels: bool = True
+                    ) -> Tuple[List[list], Optional[List[list]]]:
+    """Per-device ``data_shapes`` / ``label_shapes`` for image shapes ``(n, c, h, w)``.
+
+    Parameters
+    ----------
+    shapes : sequence of tuple
+        One image-batch shape per device.
+    labels : bool
+        Whether to give ``softmax_label`` shapes (``(n,)`` per device) or ``None``.
+
+    Examples
+    --------
+    >>> data, label = per_device_spec([(2, 3, 8, 8), (1, 3, 6, 10)])
+    >>> data
+    [[('data', (2, 3, 8, 8))], [('data', (1, 3, 6, 10))]]
+    >>> label
+    [[('softmax_label', (2,))], [('softmax_label', (1,))]]
+    """
+    data = [[("data", tuple(shape))] for shape in shapes]
+    label = [[("softmax_label", (shape[0],))] for shape in shapes] if labels else None
+    return data, label
+
+
+def contexts_from_env(variable: str, count: int = 2) -> List[Any]:
+    """``count`` contexts of the kind the environment variable ``variable`` names.
+
+    ``cpu`` (the default, also when unset) gives ``cpu(0) ... cpu(count - 1)``, which MXNet
+    treats as separate devices; ``gpu`` gives ``gpu(i % num_gpus)``. The tests read
+    ``MXPATCH_TEST_CONTEXTS``, the benchmarks ``MXPATCH_BENCH_CONTEXTS``
+    (``benchmarks/gpu_check.sh`` sets both to ``gpu``).
+
+    Raises
+    ------
+    ValueError
+        The variable holds something else, or ``gpu`` where MXNet sees no GPU.
+
+    Examples
+    --------
+    >>> contexts_from_env("MXPATCH_EXAMPLE_UNSET_VARIABLE", 2)
+    [cpu(0), cpu(1)]
+    """
+    import mxnet as mx
+    kind = os.environ.get(variable, "").strip().lower() or "cpu"
+    if kind == "cpu":
+        return [mx.cpu(i) for i in range(count)]
+    if kind != "gpu":
+        raise ValueError(f"{variable}={os.environ[variable]!r}; expected 'cpu' (the default) or "
+                         "'gpu'")
+    num_gpus = mx.context.num_gpus()
+    if not num_gpus:
+        raise ValueError(f"{variable}=gpu but MXNet sees no GPU (mx.context.num_gpus() is 0)")
+    return [mx.gpu(i % num_gpus) for i in range(count)]
 
 
 def interleaved(cases, rounds):

@@ -15,9 +15,8 @@ import subprocess
 import sys
 import time
 
-from mxpatch_bind._nets import per_device_spec
-
 from . import common
+from .common import per_device_spec
 
 NAME = "memory"
 SIZES = (32, 160)

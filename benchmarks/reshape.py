@@ -13,10 +13,10 @@ import itertools
 import random
 import time
 
-from mxpatch_bind._nets import per_device_spec
 from mxpatch_bind.settings import current as current_settings
 
 from . import common
+from .common import per_device_spec
 
 NAME = "reshape"
 DEVICE_COUNTS = (1, 2, 4, 8)

@@ -4,9 +4,9 @@ Each mode has its own module on 2 CPU contexts; every round draws new images, bu
 mode's batches from them, and times one epoch per mode in rotated order.
 """
 
-from mxpatch_bind._nets import per_device_spec
 
 from . import common
+from .common import per_device_spec
 
 DEVICES = 2
 PER_DEVICE = 2

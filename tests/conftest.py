@@ -23,7 +23,7 @@ def _patch_is_left_as_found():
 def contexts():
     """Two CPU contexts (MXNet treats cpu(0) and cpu(1) as separate devices), or two GPU
     contexts with ``MXPATCH_TEST_CONTEXTS=gpu``."""
-    from mxpatch_bind._nets import contexts_from_env
+    from benchmarks.common import contexts_from_env
     return contexts_from_env("MXPATCH_TEST_CONTEXTS", 2)
 
 

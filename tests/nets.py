@@ -4,7 +4,8 @@ import mxnet as mx
 import numpy as np
 
 import mxpatch_bind
-from mxpatch_bind._nets import contexts_from_env, conv_classifier, per_device_spec  # noqa: F401 (shared helpers)
+from benchmarks.common import contexts_from_env, per_device_spec  # noqa: F401 (shared helpers)
+from mxpatch_bind._nets import conv_classifier  # noqa: F401 (shared helper)
 
 
 def conv_net(num_classes=3, batch_norm=False):
