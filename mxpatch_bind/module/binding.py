@@ -1,7 +1,7 @@
 """The free functions ``bind`` / ``reshape`` and the per-device module classes (private).
 
 ``install()`` puts :func:`bind` and :func:`reshape` behind ``Module.bind`` / ``Module.reshape``
-through the wrapt wrappers at the end of this file. A module bound per device also has its
+through the wrapt wrappers of ``wrappers.py``. A module bound per device also has its
 class switched, in place, to a subclass of its own class (``isinstance`` stays true) whose
 ``bind``/``reshape``/``forward`` understand per-device shapes: stock ``Module.forward`` and
 ``Module.reshape`` crash on per-device lists, so the behaviour has to travel with the module
@@ -19,14 +19,9 @@ from typing import Any, Optional, Sequence, Union
 from mxnet import ndarray as nd
 from mxnet.module import BucketingModule, Module
 
-from . import batches, distributed, memory, shapes
+from . import distributed, memory, shapes
 from .executor_group import PerDeviceExecutorGroup
-from .forward import (
-    _expected_inputs,
-    _forward_flat,
-    _spec_for_batch,
-    is_per_device,
-)
+from .forward import forward_flat, is_per_device, prepare
 from .shapes import DeviceShapes
 from .transactions import all_or_nothing
 
@@ -319,14 +314,10 @@ class PerDeviceModule(Module):
         """
         if not (self.binded and self.params_initialized):
             raise RuntimeError("forward() needs a bound module with initialised parameters")
-        form = shapes.batch_form(data_batch)
-        if form == shapes.STOCK:
-            return _forward_flat(self, data_batch, is_train)
-        expected = _expected_inputs(self)
-        checked = batches.check_device_batch(data_batch, form, expected)
-        batches.check_short_batch(checked, len(self._context),
-                                  self.for_training if is_train is None else is_train)
-        spec = _spec_for_batch(self, checked, expected)
+        prepared = prepare(self, data_batch, is_train)
+        if prepared is None:
+            return forward_flat(self, data_batch, is_train)
+        checked, spec = prepared
         if spec is not None:
             self.reshape(spec)  # the module's own, as stock forward calls it
         return self._exec_group.forward_devices(checked.data, checked.label, is_train)

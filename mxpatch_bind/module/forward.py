@@ -1,9 +1,9 @@
 """What a per-device module's ``forward`` works out from a batch (private).
 
-The inputs the module expects (:func:`_expected_inputs`), the per-device spec a batch of
-other shapes reshapes to (:func:`_spec_for_batch`), and the stock path for a flat batch
-(:func:`_forward_flat`). ``binding.PerDeviceModule.forward`` calls them; docs/design.rst draws
-the walk.
+:func:`prepare` is the one call ``binding.PerDeviceModule.forward`` makes for a per-device
+batch: its form, the inputs the module expects (:func:`_expected_inputs`, worked out once),
+the checked batch and the per-device spec it needs (:func:`_spec_for_batch`).
+:func:`forward_flat` is the path of a flat batch. docs/design.rst draws the walk.
 """
 
 from mxnet.io import DataDesc
@@ -42,6 +42,25 @@ def _expected_inputs(module):
         label_ranks = [None] * len(label_names)
     return batches.Expected(len(module._context), [desc.name for desc in data],
                             [len(desc.shape) for desc in data], label_names, label_ranks)
+
+
+def prepare(module, data_batch, is_train):
+    """``None`` for a flat batch; else ``(checked, spec)``: the checked per-device batch and
+    the spec the devices are reshaped to first (``None`` when they already have it).
+
+    Raises
+    ------
+    BatchError
+        The batch does not fit the module; nothing has changed.
+    """
+    form = shapes.batch_form(data_batch)
+    if form == shapes.STOCK:
+        return None
+    expected = _expected_inputs(module)
+    checked = batches.check_device_batch(data_batch, form, expected)
+    batches.check_short_batch(checked, len(module._context),
+                              module.for_training if is_train is None else is_train)
+    return checked, _spec_for_batch(module, checked, expected)
 
 
 def _spec_for_batch(module, checked, expected):
@@ -121,7 +140,7 @@ def _descs_for(module, names, device_shapes, provided, field):
     return descs
 
 
-def _forward_flat(module, data_batch, is_train):
+def forward_flat(module, data_batch, is_train):
     """A flat DataBatch: stock forward, or on a per-device module split by ``slices`` when it
     is exactly the devices' shapes concatenated, else after a reshape back to stock form."""
     if not is_per_device(module):
