@@ -396,7 +396,7 @@ def settings(args: argparse.Namespace) -> str:
 
 def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> bool:
     """Print the comparison table; whether both runs reached ``--min-accuracy``."""
-    lines = ["", f'{"run"!s:<16} {"samples/s"!s:10} {"padded pixels"!s:14} {"val accuracy"!s:14}']
+    lines = ["", f"{'run':<16} {'samples/s':>10} {'padded pixels':>14} {'val accuracy':>14}"]
     for result in results:
         lines.append(f'{result["run"]!s:<16} {result["samples_per_s"]:10.1f} '
                      f'{100 * result["padding"]:13.1f}% {100 * result["accuracy"]:13.1f}%')

@@ -90,6 +90,24 @@ def test_the_demo_trains_both_ways_and_prints_the_comparison(tmp_path):
         assert chart.stat().st_size > 0
 
 
+def test_the_demo_table_right_aligns_each_column_under_its_heading(capsys):
+    # In-process: the table alone, from two runs' figures.
+    import argparse
+    args = argparse.Namespace(devices=2, per_device=4, sizes=(32, 128), epochs=3,
+                              group_window=8, min_accuracy=0.5)
+    demo.report([{"run": "stock, padded", "samples_per_s": 148.3, "padding": 0.55,
+                  "accuracy": 1.0},
+                 {"run": "per-device", "samples_per_s": 213.25, "padding": 0.219,
+                  "accuracy": 0.875}], args)
+    header, stock, per_device = capsys.readouterr().out.splitlines()[1:4]
+    assert header.split("  ")[0] == "run" and stock.startswith("stock, padded   ")
+    # Every line ends each column at the same place: the heading over its figures.
+    for line in (header, stock, per_device):
+        assert len(line) == 57 and all(line[end] != " " for end in (26, 41, 56)), line
+    assert per_device.split() == ["per-device", "213.2", "21.9%", "87.5%"]
+    assert header.split() == ["run", "samples/s", "padded", "pixels", "val", "accuracy"]
+
+
 def test_the_demo_fails_when_a_run_does_not_learn():
     # Two steps of training: neither run gets every validation image right.
     completed = run_module("demo", *TINY_DEMO[:2], "--samples", "8", "--sizes", "16,32",
