@@ -33,6 +33,7 @@ from ._chains import (
     Switch,
     _Wrapper,
     describe,
+    forgotten,
     left_inside,
     ours,
     place_of,
@@ -40,7 +41,7 @@ from ._chains import (
     replacement,
     take_out,
 )
-from ._targets import TARGETS, check_mxnet, current, full_name, imported_mxnet, owner
+from ._targets import TARGETS, check_mxnet, full_name, imported_mxnet, owner
 from .errors import PatchError, UnsupportedMXNetError
 
 logger = logging.getLogger("mxpatch_bind.patching")  # one logger for the patch, as users filter it
@@ -59,6 +60,13 @@ class State:
         # find_spec('mxnet') found MXNet once (it is not asked again), or we warned it is missing.
         self.mxnet_findable = False
         self.warned_missing = False
+
+    def retire_switch(self):
+        """Switch off every wrapper of the last install, and give the next its own switch:
+        whatever still holds one of them (a foreign wrapper, a saved reference put back
+        later) then runs what it wrapped, never our per-device bind."""
+        self.switch.on = False
+        self.switch = Switch()
 
 
 state = State()
@@ -94,14 +102,11 @@ def wrapper_function(target):
 
 def in_force():
     """Every target still reaches the wrapper we installed on it."""
-    return bool(state.handles) and all(
-        current(target) is handle or wrapt.find_wrapper(current(target), handle) is not None
-        for target, handle in state.handles.items())
+    return bool(state.handles) and all(place_of(target, handle).reachable
+                                       for target, handle in state.handles.items())
 
 
 # --------------------------------------------------------------------------- removing
-
-
 def remove(force):
     """Take every handle out of its chain, or forget it where that is impossible.
 
@@ -121,10 +126,7 @@ def remove(force):
         if target in blocked:
             news.append(left_inside(target, place, handle))
         elif not place.reachable:
-            news.append(f"mxpatch_bind.uninstall(): {replacement(target, place, handle)}; left "
-                        "it as it is and forgot "
-                        "mxpatch_bind's wrapper, now switched off (anything still holding it "
-                        f"calls straight through to {handle.__wrapped__!r})")
+            news.append(forgotten(target, place, handle))
         elif place.above:
             wrapt.unwrap_object(owner(target), target.attribute, handle)  # splice out
         else:
@@ -132,10 +134,7 @@ def remove(force):
             # it wrapped (unwrap_object would resolve the owner again, at twice the cost).
             setattr(owner(target), target.attribute, handle.__wrapped__)
         del state.handles[target]
-    # Whatever still holds one of these wrappers (a foreign wrapper, a saved reference put
-    # back later) now runs what it wrapped, never our per-device bind.
-    state.switch.on = False
-    state.switch = Switch()
+    state.retire_switch()
     for message in news:
         log_if_handled(logging.WARNING, message)
     logger.debug("mxpatch_bind restored the original methods")
@@ -207,8 +206,7 @@ def _reconcile_with_classes():
         for entry in entries:
             take_out(target, entry)
     state.handles.clear()
-    state.switch.on = False
-    state.switch = Switch()
+    state.retire_switch()
     if state.refcount > 0:
         try:
             apply(mx, state.force)

@@ -90,6 +90,13 @@ def left_inside(target, place, handle):
             "forgotten")
 
 
+def forgotten(target, place, handle):
+    """What ``uninstall()`` did with our wrapper on a target replaced behind our back."""
+    return (f"mxpatch_bind.uninstall(): {replacement(target, place, handle)}; left it as it is "
+            "and forgot mxpatch_bind's wrapper, now switched off (anything still holding it "
+            f"calls straight through to {handle.__wrapped__!r})")
+
+
 def replacement(target, place, handle):
     """What happened to a target whose chain no longer reaches our wrapper, as a clause."""
     if place.current is wrapt.unwrapped(handle):

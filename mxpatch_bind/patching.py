@@ -363,7 +363,7 @@ def _warn_if_mxnet_is_missing():
     message = ("mxpatch_bind.install(): MXNet is not installed (no module named 'mxnet' can "
                "be found), so the patch is pending until `import mxnet` succeeds; "
                "mxpatch_bind.status().pending says whether it still waits, and `python -m "
-               f"mxpatch_bind doctor` checks the installation. Install MXNet with: "
+               "mxpatch_bind doctor` checks the installation. Install MXNet with: "
                f"{not_installed_fix()}")
     _applying.log_if_handled(logging.WARNING, message)
     _applying.warn(message, stacklevel=3)

@@ -80,12 +80,10 @@ def _spec_for_batch(module, checked, expected):
         wanted_labels = checked.label_shapes if checked.label_shapes is not None else current[1]
         if (checked.data_shapes, wanted_labels) == current:
             return None
-    data = _descs_for(module, expected.data_names, checked.data_shapes, checked.provide_data,
-                      "data")
+    data = _descs_for(module, expected, "data", checked.data_shapes, checked.provide_data)
     label = None
     if checked.label_shapes is not None:
-        label = _descs_for(module, expected.label_names, checked.label_shapes,
-                           checked.provide_label, "label")
+        label = _descs_for(module, expected, "label", checked.label_shapes, checked.provide_label)
     spec = DeviceShapes(data, label)
     shapes.check_layouts_agree(spec)  # provide_data DataDescs may bring layouts and dtypes
     shapes.check_dtypes_agree(spec)
@@ -117,9 +115,11 @@ def _with_idle_devices(module, checked, expected):
                             provide_label=padded(checked.provide_label))
 
 
-def _descs_for(module, names, device_shapes, provided, field):
-    """One list of DataDesc per device: the arrays' shapes, and the dtype and layout of the
-    batch's provide_* DataDesc where given, else of the module's current ``field`` inputs."""
+def _descs_for(module, expected, field, device_shapes, provided):
+    """One list of DataDesc per device for ``field`` ('data' or 'label'): the arrays' shapes,
+    and the dtype and layout of the batch's provide_* DataDesc where given, else of the
+    module's current inputs."""
+    names = expected.data_names if field == "data" else expected.label_names
     templates = {}
     current = _current_descs(module, field)
     if current:
@@ -179,12 +179,12 @@ def _flat_descs(module, data_batch, batch_shapes, expected):
     """
     data = getattr(data_batch, "provide_data", None)
     if not batches.given(data):
-        data = _descs_for(module, expected.data_names, [batch_shapes], None, "data")[0]
+        data = _descs_for(module, expected, "data", [batch_shapes], None)[0]
     labels = getattr(data_batch, "label", None)
     if not (batches.given(labels) and module.label_names):
         return data, None  # labels the module ignores, as stock does
     label = getattr(data_batch, "provide_label", None)
     if not batches.given(label):
-        label = _descs_for(module, expected.label_names, [tuple(tuple(a.shape) for a in labels)],
-                           None, "label")[0]
+        label = _descs_for(module, expected, "label", [tuple(tuple(a.shape) for a in labels)],
+                           None)[0]
     return data, label

@@ -52,7 +52,7 @@ def cap_mkldnn_cache() -> Optional[str]:
     # ASCII digits only: int() would also take '1_000' and other scripts' digits.
     if not (choice.isascii() and choice.isdigit() and 1 <= int(choice) <= _INT_MAX):
         raise SettingsError(f"{POLICY_VARIABLE}={os.environ[POLICY_VARIABLE]!r} is not a cache "
-                            f"size; accepted: 'keep' (MXNet's unbounded default) or a cache "
+                            "size; accepted: 'keep' (MXNet's unbounded default) or a cache "
                             f"size from 1 to {_INT_MAX} in decimal digits, e.g. "
                             f"{DEFAULT_CACHE_NUM}")
     os.environ[MXNET_VARIABLE] = str(int(choice))
