@@ -1,10 +1,10 @@
 """The package's two tunable settings (private module; use ``mxpatch_bind.configure``)."""
 
-import numbers
 import os
 import threading
 from typing import NamedTuple, Optional
 
+from ._values import is_integer
 from .errors import SettingsError
 
 __all__ = ["Settings", "configure", "current"]
@@ -125,7 +125,7 @@ def _from_environment(variable, name, default, minimum):
 
 def _checked(name, value, minimum):
     # bool is an int in Python, but configure(reshape_threads=True) is a mistake.
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+    if not is_integer(value) or value < minimum:
         raise SettingsError(f"{name} must be an integer >= {minimum}, got {value!r} of type "
                             f"{type(value).__name__}")
     return int(value)

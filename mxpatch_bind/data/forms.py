@@ -7,11 +7,10 @@ a :class:`~mxpatch_bind.DataSpecError` (a ``DataLoadError`` for a sample 0 that 
 read) naming the value and the form expected, raised before the iterator exists.
 """
 
-import numbers
 
 import numpy as np
 
-from .._values import is_flag
+from .._values import is_flag, is_integer
 from ..errors import DataLoadError
 from . import inputs as _inputs
 from . import limits as _limits
@@ -24,8 +23,7 @@ _LAYOUTS = ("NCW", "NCHW", "NCDHW")
 def check_int(name, value, minimum=1, maximum=None, why=""):
     """Return ``value`` when it is an integer in ``[minimum, maximum]``, else raise DataSpecError
     naming it."""
-    # bool is an Integral, but True devices is a mistake, not a count.
-    if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum
+    if (not is_integer(value) or value < minimum
             or (maximum is not None and value > maximum)):
         bounds = f">= {minimum}" if maximum is None else \
             f">= {minimum} and <= {maximum}{why}"
@@ -110,8 +108,7 @@ def _checked_sizes(sizes, num_samples, num_axes):
         for index in range(num_samples):
             size = size_of(index)
             if (not isinstance(size, (tuple, list, np.ndarray)) or len(size) != num_axes
-                    or not all(isinstance(e, numbers.Integral) and not isinstance(e, bool)
-                               and 1 <= e <= limit for e in size)):
+                    or not all(is_integer(e) and 1 <= e <= limit for e in size)):
                 raise DataSpecError(f"size_of({index}) returned {size!r}, expected a tuple of "
                                     f"{num_axes} integers >= 1 and <= {limit} (the sample's "
                                     "extents on its size axes)")

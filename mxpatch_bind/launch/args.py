@@ -11,12 +11,13 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 
+from .._values import is_integer
 from . import env as _launch_env
 
 
 def count(name, value, minimum):
     """``value`` as an int, when it is an integer (numpy's too) >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_integer(value):
         raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r} of type "
                         f"{type(value).__name__}")
     if value < minimum:

@@ -10,10 +10,10 @@ turns a per-device spec into one normalised :class:`DeviceShapes` or raises
 
 import functools
 import math
-import numbers
 from collections import namedtuple
 
 from .._mxnet_env import max_array_elements
+from .._values import is_integer
 from ..errors import ShapeSpecError
 
 __all__ = ["STOCK", "PER_DEVICE", "DEVICE_LISTS", "BATCH_LIST", "MAX_DIM", "spec_form",
@@ -340,7 +340,7 @@ def _check_shape(index, name, shape, what):
         raise ShapeSpecError(f"{what}[{index}] gives {name!r} the shape {shape!r}; expected a "
                              "non-empty tuple of positive ints")
     for dim in shape:
-        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim <= 0:
+        if not is_integer(dim) or dim <= 0:
             raise ShapeSpecError(f"{what}[{index}] gives {name!r} the shape {shape!r} with "
                                  f"dimension {dim!r}; expected positive ints")
         if dim > MAX_DIM:
