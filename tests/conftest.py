@@ -1,8 +1,38 @@
-"""Shared fixtures: CPU contexts, and a guard that no test leaves MXNet patched."""
+"""Shared fixtures: CPU contexts, a guard that no test leaves MXNet patched, and the
+Hypothesis profiles every property test runs under.
+
+Hypothesis profiles (``--hypothesis-profile NAME`` or ``HYPOTHESIS_PROFILE=NAME`` picks one):
+
+``dev``
+    The default: 20 examples per property test (each test may ask for a multiple of it),
+    derandomized, so that a run is the same run every time and a failure replays as it is.
+``ci``
+    Where ``CI=true`` (what ``.ci/run`` sets): the full 100 examples per test, derandomized too,
+    so that CI cannot fail on a draw the inner loop never makes.
+``explore``
+    100 examples from a random seed, with the example database: a search for new failures,
+    run by hand (``pytest --hypothesis-profile explore tests/module``); the failure it finds is
+    printed with its seed and its ``@reproduce_failure`` blob.
+
+Every profile prints the blob on failure (``print_blob``) and has no deadline (the tests
+bind MXNet executors, whose time depends on the machine's load, not on the code).
+"""
+
+import os
 
 import pytest
+from hypothesis import settings
 
 import mxpatch_bind
+
+_COMMON = dict(deadline=None, print_blob=True)
+settings.register_profile("dev", max_examples=20, derandomize=True, database=None, **_COMMON)
+settings.register_profile("ci", max_examples=100, derandomize=True, database=None, **_COMMON)
+settings.register_profile("explore", max_examples=100, derandomize=False, **_COMMON)
+# Loaded here, before the test modules are imported, so that their settings(...) objects
+# (built at import) inherit it; --hypothesis-profile, applied later, still overrides.
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
+                      or ("ci" if os.environ.get("CI", "").lower() == "true" else "dev"))
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ exactly its planned batches, or the planned batches before the failing one and t
 ``DataLoadError`` / ``DataSpecError`` naming the sample, again on the next call; ``reset()``
 then yields a full, correct epoch. Workers start slowly: a separate test with fewer examples
 kills a worker at a random sample. ``CI=true`` runs 200 in-process examples (and 12 with
-workers), derandomised.
+workers); every profile (tests/conftest.py) derandomises them.
 
     CI=true python -m pytest -q tests/data/test_io_fault_properties.py
 """
@@ -17,17 +17,17 @@ import os
 import mxnet as mx
 import numpy as np
 import pytest
-from budget import ON_CI, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mxpatch_bind import DataLoadError, DataSpecError, Input, PerDeviceIter, WorkerExitedError
 
 IMAGE = Input("data", size_axes=(1, 2))
-COMMON = dict(deadline=None, derandomize=ON_CI, database=None if ON_CI else settings().database,
-              suppress_health_check=[HealthCheck.too_slow])
-IN_PROCESS = settings(max_examples=examples(200), **COMMON)
-WITH_WORKERS = settings(max_examples=examples(12), **COMMON)
+# Twice the profile's count in process (tests/conftest.py: 40 in the inner loop, 200 on CI); with
+# workers, which start slowly, an eighth of it (at least 3: 12 on CI).
+IN_PROCESS = settings(max_examples=settings.default.max_examples * 2,
+                      suppress_health_check=[HealthCheck.too_slow])
+WITH_WORKERS = settings(IN_PROCESS, max_examples=max(3, settings.default.max_examples // 8))
 
 
 class Samples:

@@ -9,20 +9,17 @@ specs with one random corruption always raise ``ShapeSpecError`` and change noth
 import mxnet as mx
 import numpy as np
 import pytest
-from budget import ON_CI, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nets import conv_features, conv_net, fixed_params, single_device_reference
 
 import mxpatch_bind
 
-# A fixed, derandomised profile where CI=true, so CI runs the same examples every time.
-settings.register_profile("mxpatch-bind-ci", max_examples=25, deadline=None, derandomize=True,
-                          database=None)
-_BASE = settings.get_profile("mxpatch-bind-ci") if ON_CI else settings()
-FAST = settings(_BASE, max_examples=examples(30), deadline=None,
+# 30 % of the profile's count (tests/conftest.py: 6 in the inner loop, 30 on CI) for valid specs,
+# 10 % per kind of corruption (at least 3: 10 on CI).
+FAST = settings(max_examples=settings.default.max_examples * 3 // 10,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-MALFORMED = settings(FAST, max_examples=examples(10))  # per kind of corruption
+MALFORMED = settings(FAST, max_examples=max(3, settings.default.max_examples // 10))
 
 LABELLED = conv_net()
 UNLABELLED = conv_features()

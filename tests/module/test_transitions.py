@@ -16,7 +16,6 @@ import threading
 import mxnet as mx
 import numpy as np
 import pytest
-from budget import ON_CI, examples
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -237,11 +236,10 @@ class Transitions(RuleBasedStateMachine):
                    for out, ref in zip(self.outputs(), expected_outputs(inputs)))
 
 
-# 300 examples (on CI; the inner loop a fifth) of up to 8 steps on a one-layer net; CI=true
-# derandomises them.
+# Three times the profile's count (tests/conftest.py: 60 in the inner loop, 300 on CI) of up to
+# 8 steps on a one-layer net.
 Transitions.TestCase.settings = settings(
-    max_examples=examples(300), stateful_step_count=8, deadline=None,
-    derandomize=ON_CI, database=None,
+    max_examples=settings.default.max_examples * 3, stateful_step_count=8,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 test_random_transitions_are_all_or_nothing = Transitions.TestCase
 
