@@ -11,7 +11,7 @@ import zipfile
 SOURCE_ONLY = ("benchmarks/", "tests/", "examples/", "docs/")
 # fork_revisions.json: migrate's fingerprints of the fork, package data (setup.cfg, MANIFEST.in).
 REQUIRED = ("mxpatch_bind/__init__.py", "mxpatch_bind/py.typed",
-            "mxpatch_bind/fork_revisions.json")
+            "mxpatch_bind/migrate/fork_revisions.json")
 ENTRY_POINTS = {
     "console_scripts": {"mxpatch-bind": "mxpatch_bind.__main__:main"},
     "pytest11": {"mxpatch_bind": "mxpatch_bind.pytest_plugin"},

@@ -1,12 +1,12 @@
-"""Recompute ``mxpatch_bind/fork_revisions.json`` from the family's git mirrors.
+"""Recompute ``mxpatch_bind/migrate/fork_revisions.json`` from the family's git mirrors.
 
-    python benchmarks/fork_fingerprints.py /work/.mirror > mxpatch_bind/fork_revisions.json
+    python benchmarks/fork_fingerprints.py /work/.mirror > mxpatch_bind/migrate/fork_revisions.json
 
 Reads every vendored ``module.py`` / ``DataParallelExecutorGroup.py`` (recognised by content,
 as ``migrate`` does) at each mirror's HEAD, and ijkguo/mx-rcnn's ``rcnn/core/module.py`` at
 every commit that touched it; groups the copies whose methods and signatures are the same
 into one revision; and prints the data file that ships (method names, parameters, defaults:
-no code of the copies; its keys are described in ``mxpatch_bind._migrate_fork``). Which
+no code of the copies; its keys are described in ``mxpatch_bind.migrate.fork``). Which
 revisions ``compat`` covers is decided below, by hand, from reading each copy
 (``COVERAGE``). Not part of the test suite: it needs the mirrors.
 """
@@ -19,9 +19,9 @@ import os
 import subprocess
 import sys
 
-from mxpatch_bind import _migrate_fork as fork
-from mxpatch_bind import _migrate_py2 as py2
-from mxpatch_bind._migrate_files import FileProblem, decode
+from mxpatch_bind.migrate import fork
+from mxpatch_bind.migrate import port as py2
+from mxpatch_bind.migrate.files import FileProblem, decode
 
 REPOSITORIES = [
     "msracver/Deformable-ConvNets", "msracver/FCIS",

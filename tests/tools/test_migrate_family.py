@@ -10,8 +10,10 @@ import textwrap
 import mxnet as mx
 import pytest
 
-from mxpatch_bind import _migrate_checks, _migrate_fork, migrate
-from mxpatch_bind._migrate_fork import REVISIONS
+from mxpatch_bind import migrate
+from mxpatch_bind.migrate import checks as _migrate_checks
+from mxpatch_bind.migrate import fork as _migrate_fork
+from mxpatch_bind.migrate.fork import REVISIONS
 
 FIT_STOCK = ("self, train_data, eval_data=None, eval_metric='acc', epoch_end_callback=None, "
              "batch_end_callback=None, kvstore='local', optimizer='sgd', optimizer_params="
@@ -177,7 +179,7 @@ def test_the_rule_is_read_from_a_python_2_copy():
 
 
 def migrate_view(source):
-    from mxpatch_bind import _migrate_py2
+    from mxpatch_bind.migrate import port as _migrate_py2
     return _migrate_py2.analysis_text(source, "module.py")
 
 
@@ -397,7 +399,7 @@ def test_a_python_3_file_calling_a_python_2_method_names_it_for_the_port(tmp_pat
 
 def test_without_fissix_python_2_is_named_with_the_extra_and_the_port_refused(tmp_path, capsys,
                                                                             monkeypatch):
-    from mxpatch_bind import _migrate_py2
+    from mxpatch_bind.migrate import port as _migrate_py2
     monkeypatch.setattr(_migrate_py2, "available", lambda: False)
     (tmp_path / "old.py").write_text("x = 1\nprint 'x'\n")
     status, lines = run(capsys, tmp_path)

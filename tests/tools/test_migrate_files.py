@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from mxpatch_bind import _migrate_files, migrate
+from mxpatch_bind import migrate
+from mxpatch_bind.migrate import files as _migrate_files
 from paths import REPO, TESTS
 
 TESTS = str(TESTS)
@@ -158,13 +159,13 @@ def test_a_keyword_is_written_only_where_its_import_was_rewritten():
 
     def keyword(line, import_key):
         column = text.splitlines()[line - 1].rindex(")")
-        return migrate.Finding("a.py", line, migrate.REWRITE, "", edit=("keyword", line, column,
+        return migrate.Finding("a.py", line, migrate.command.REWRITE, "", edit=("keyword", line, column,
                                                                         rule, import_key))
 
     chosen = [keyword(3, ("import", 1, 0, "core.module")),
               keyword(4, ("import", 9, 0, "lib.module"))]
 
-    new, made, _ = migrate._edited(text, chosen, "a.py")
+    new, made, _ = migrate.command._edited(text, chosen, "a.py")
 
     assert new == ("from mxpatch_bind.compat import MutableModule\n"
                    "from lib.module import MutableModule as Other\n"

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 from test_migrate_family import copy_source, family_tree, lines_for, run
 
-from mxpatch_bind import _migrate_frozen as frozen
+from mxpatch_bind.migrate import frozen
 
 # A ResNet-named stand-in symbol file, layers spelt out as the family's symbol files do.
 SYMBOLS = textwrap.dedent('''\

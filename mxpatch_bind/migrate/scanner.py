@@ -12,10 +12,9 @@ import ast
 import re
 from pathlib import PurePosixPath
 
-from . import _migrate_fork as fork
-from . import _migrate_frozen as frozen
-from . import _migrate_py2 as py2
-from ._migrate_checks import (
+from . import fork, frozen
+from . import port as py2
+from .checks import (
     CHECK,
     DEFAULT_RULE,
     FORK_LOADERS,
@@ -24,7 +23,7 @@ from ._migrate_checks import (
     FileChecks,
     is_per_device_loader,
 )
-from ._migrate_files import FileProblem, lenient_text, read
+from .files import FileProblem, lenient_text, read
 
 DELETE, PORT = "delete", "port"
 IO_ERROR = ("io-error",)  # the edit of a [check] that makes the exit status 2
@@ -68,7 +67,7 @@ class Parsed:
 
 
 class Scan:
-    """Read ``entries`` (from :func:`_migrate_files.walk`) and produce the findings."""
+    """Read ``entries`` (from :func:`files.walk`) and produce the findings."""
 
     def __init__(self, root, entries, finding, progress=None):
         self.root, self.finding = root, finding

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from ._migrate_fork import VENDORED_GROUP, dotted
+from .fork import VENDORED_GROUP, dotted
 
 REWRITE, CHECK, OK = "rewrite", "check", "ok"
 DROP_INS = ("MutableModule", "Module")  # what mxpatch_bind.compat provides
@@ -243,7 +243,7 @@ class FileChecks:
         signature = copy.signatures.get(f"{cls}.{method}")
         if signature is None:
             return []
-        from ._migrate_fork import parameters
+        from .fork import parameters
         return [name for name, _ in parameters(signature)][1:]
 
     def _attribute(self, node):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
-from . import _migrate_py2 as py2
+from . import port as py2
 
 COMPAT_MODULE = "mxpatch_bind.compat"
 _LINE_END = re.compile(r"\r\n|\r|\n")

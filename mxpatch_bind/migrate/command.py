@@ -1,21 +1,5 @@
-"""``python -m mxpatch_bind migrate PATH``: what a Deformable-ConvNets-based codebase needs.
-
-Reads every Python file under ``PATH`` (Python 3 with :mod:`ast`, Python 2 through fissix;
-nothing is imported or run) and reports, ``file:line``, every vendored copy of the fork's
-``module.py`` / ``DataParallelExecutorGroup.py`` (recognised by content, its revision by the
-signatures of its methods, its freezing rule read from its code), every import and
-construction of their classes, method calls with keywords stock MXNet does not take, the
-arguments that need care, ``_preload_opt_states``, ``optimizer_params`` without
-``rescale_grad``, ``mx.io.PrefetchingIter`` around a per-device loader, and Python 2 code.
-
-``--write`` rewrites the imports to :mod:`mxpatch_bind.compat` (and writes the copy's
-freezing rule into each construction whose copy differs from compat's default);
-``--delete-vendored`` deletes the copies nothing else still imports; ``--to-python3`` ports
-Python 2 files with the standard 2to3 fixers; ``--diff`` shows what they would change and
-writes nothing. Writes are atomic and keep every byte but the statements changed. The exit
-status is 0 when nothing is left to do, 1 when something is (a pending change, or a finding a
-person has to look at), 2 on a usage or I/O error. This module does not import MXNet.
-"""
+"""The ``migrate`` command: scan, apply, report (the public functions of
+:mod:`mxpatch_bind.migrate`, which re-exports them)."""
 
 from __future__ import annotations
 
@@ -28,14 +12,13 @@ from collections import namedtuple
 from pathlib import Path
 from typing import Callable
 
-from . import _migrate_edits as edits
-from . import _migrate_files as files
-from . import _migrate_py2 as py2
-from ._cli_types import Parser, UsageError, run_parsed
-from ._migrate_checks import CHECK, COMPAT_MODULE, INSTALL_EXTRA, OK, REWRITE
-from ._migrate_fork import VENDORED_GROUP, VENDORED_MODULE
-from ._migrate_fork import vendored_kind as _vendored_kind
-from ._migrate_scan import DELETE, IO_ERROR, PORT, Scan
+from .._cli_types import Parser, UsageError, run_parsed
+from . import edits, files
+from . import port as py2
+from .checks import CHECK, COMPAT_MODULE, INSTALL_EXTRA, OK, REWRITE
+from .fork import VENDORED_GROUP, VENDORED_MODULE
+from .fork import vendored_kind as _vendored_kind
+from .scanner import DELETE, IO_ERROR, PORT, Scan
 
 __all__ = ["Finding", "scan", "apply", "summary", "vendored_kind", "add_arguments", "run",
            "main"]
@@ -421,7 +404,3 @@ def main(argv: list[str] | None = None) -> int:
                     "stock MXNet.")
     add_arguments(parser)
     return run_parsed(parser, argv, run)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
