@@ -1,15 +1,10 @@
-"""Process and socket helpers shared by the launcher and distributed tests, read from /proc."""
+"""Process and socket helpers shared by the launcher and distributed tests, through psutil."""
 
 import os
 import signal
-import socket
-import struct
 import time
-from pathlib import Path
 
-PROC = Path("/proc")
-# /proc/net/tcp's state column: 0A is TCP_LISTEN.
-TCP_LISTEN = "0A"
+import psutil
 
 
 def alive(pids):
@@ -24,16 +19,6 @@ def alive(pids):
     return found
 
 
-def _stat_fields(pid):
-    """``/proc/<pid>/stat`` after the command name, or None when there is no such process."""
-    try:
-        text = (PROC / str(pid) / "stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    # The command name is in parentheses and may itself contain ") ".
-    return text[text.rindex(")") + 2:].split()
-
-
 def identify(pids):
     """``{pid: start time}`` of the processes among ``pids`` that exist now.
 
@@ -41,9 +26,10 @@ def identify(pids):
     """
     identities = {}
     for pid in pids:
-        fields = _stat_fields(pid)
-        if fields is not None:
-            identities[pid] = fields[19]  # field 22 of proc(5): starttime
+        try:
+            identities[pid] = psutil.Process(pid).create_time()
+        except psutil.NoSuchProcess:
+            continue
     return identities
 
 
@@ -51,9 +37,12 @@ def running(identities):
     """The PIDs of ``identities`` whose process still exists and is not a zombie."""
     left = []
     for pid, started in identities.items():
-        fields = _stat_fields(pid)
-        if fields is not None and fields[19] == started and fields[0] != "Z":
-            left.append(pid)
+        try:
+            process = psutil.Process(pid)
+            if process.create_time() == started and process.status() != psutil.STATUS_ZOMBIE:
+                left.append(pid)
+        except psutil.NoSuchProcess:
+            continue
     return left
 
 
@@ -77,75 +66,29 @@ def kill_running(identities):
 
 
 def descendants(root):
-    """The PIDs of every process below ``root`` in the parent tree, found by scanning /proc."""
-    children = {}
-    for entry in PROC.iterdir():
-        if entry.name.isdigit():
-            fields = _stat_fields(int(entry.name))
-            if fields is not None:
-                children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def socket_inodes(pid):
-    """The inodes of the sockets process ``pid`` holds open."""
-    inodes = set()
+    """The PIDs of every process below ``root`` in the parent tree."""
     try:
-        fds = list((PROC / str(pid) / "fd").iterdir())
-    except (FileNotFoundError, ProcessLookupError):
-        return inodes
-    for fd in fds:
-        try:
-            target = os.readlink(str(fd))
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:["):-1])
-    return inodes
+        return [child.pid for child in psutil.Process(root).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
 
 
-def parse_address(text):
-    """``(host, port)`` from /proc/net/tcp's ``HEX_ADDRESS:HEX_PORT`` (IPv4 or IPv6).
-
-    The address is printed as 32-bit words in the machine's byte order.
-    """
-    hex_address, hex_port = text.split(":")
-    words = [int(hex_address[i:i + 8], 16) for i in range(0, len(hex_address), 8)]
-    packed = b"".join(struct.pack("=I", word) for word in words)
-    family = socket.AF_INET if len(packed) == 4 else socket.AF_INET6
-    return socket.inet_ntop(family, packed), int(hex_port, 16)
-
-
-def tcp_sockets():
-    """``{inode: (local (host, port), remote (host, port), state)}`` of every TCP socket."""
-    sockets = {}
-    for table in ("tcp", "tcp6"):
-        lines = (PROC / "net" / table).read_text().splitlines()[1:]
-        for line in lines:
-            fields = line.split()
-            local, remote, state, inode = fields[1], fields[2], fields[3], fields[9]
-            sockets[inode] = (parse_address(local), parse_address(remote), state)
-    return sockets
+def _tcp_sockets(pid):
+    """The TCP sockets (IPv4 and IPv6) process ``pid`` holds open; none once it has gone."""
+    try:
+        return psutil.Process(pid).net_connections(kind="tcp")
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return []
 
 
 def listening_addresses(pids):
     """``{pid: [(host, port), ...]}``: where each of ``pids`` listens for TCP connections."""
-    sockets = tcp_sockets()
-    listening = {}
-    for pid in pids:
-        listening[pid] = sorted(
-            sockets[inode][0] for inode in socket_inodes(pid)
-            if inode in sockets and sockets[inode][2] == TCP_LISTEN)
-    return listening
+    return {pid: sorted(tuple(sock.laddr) for sock in _tcp_sockets(pid)
+                        if sock.status == psutil.CONN_LISTEN)
+            for pid in pids}
 
 
 def tcp_peers(pids):
     """``(local, remote)`` of every TCP socket ``pids`` hold that is not listening."""
-    sockets = tcp_sockets()
-    return sorted(sockets[inode][:2] for pid in pids for inode in socket_inodes(pid)
-                  if inode in sockets and sockets[inode][2] != TCP_LISTEN)
+    return sorted((tuple(sock.laddr), tuple(sock.raddr)) for pid in pids
+                  for sock in _tcp_sockets(pid) if sock.status != psutil.CONN_LISTEN)

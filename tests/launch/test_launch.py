@@ -98,8 +98,7 @@ def test_every_line_a_worker_printed_is_forwarded_before_launch_returns():
 def test_a_failing_worker_stops_the_job_with_its_exit_code():
     job = run_job(["fail-on", "1", "3"])
 
-    assert job.code == 3
-    assert job.elapsed < JOB_TIMEOUT_S / 3
+    assert job.code == 3  # not the timeout's 124: the failure stopped the job
     assert "mxpatch_bind.launch: worker 1 exited with code 3; stopping 3 other processes" in job.err
     assert "[worker 1] failing on purpose" in job.err
     assert len(job.pids) == 4
@@ -125,7 +124,7 @@ def test_the_timeout_stops_a_job_that_hangs():
     job = run_job(["sleep"], num_workers=1, timeout=3)
 
     assert job.code == 124
-    assert 3 <= job.elapsed < 3 + 10
+    assert job.elapsed >= 3  # a lower bound only (no machine can make it flake): not early
     assert "timed out after 3 s waiting for worker 0; stopping 3 processes" in job.err
     assert "[worker 0] sleeping" in job.out
     assert alive(job.pids.values()) == []

@@ -32,7 +32,7 @@ STARTED = re.compile(r"(scheduler|server \d+|worker \d+) \(pid (\d+)\)")
 # Limits on hangs, not measurements: a 1-worker job is ready in a few seconds.
 WAIT_S = 90
 STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT]
-# Long enough that a stop which waited it out would fail the test's limit below.
+# Longer than WAIT_S: a stop which waited it out would make finish() raise TimeoutExpired.
 LONG_GRACE_S = 120
 
 
@@ -157,10 +157,9 @@ PHASES = {"start-up": start_up, "mid-step": mid_step, "shutdown": shutdown}
 def send_and_finish(launcher, signum):
     job = launcher.job()
     assert len(job) >= 3, launcher.lines  # scheduler, server, worker at least
-    sent = time.monotonic()
     launcher.popen.send_signal(signum)
     code, output = launcher.finish()
-    return code, output, time.monotonic() - sent, wait_until_gone(job)
+    return code, output, wait_until_gone(job)
 
 
 @pytest.mark.parametrize("signum", STOP_SIGNALS, ids=lambda signum: signum.name)
@@ -168,7 +167,7 @@ def send_and_finish(launcher, signum):
 def test_a_stop_signal_ends_the_job_with_128_plus_its_number(phase, signum, release):
     launcher = PHASES[phase](release)
 
-    code, output, _, left = send_and_finish(launcher, signum)
+    code, output, left = send_and_finish(launcher, signum)
 
     assert code == 128 + signum, output
     assert "received {}; stopping 3 processes".format(signum.name) in output
@@ -179,12 +178,12 @@ def test_a_stop_signal_ends_the_job_with_128_plus_its_number(phase, signum, rele
 def test_a_signal_during_shutdown_kills_at_once_and_keeps_the_first_status(signum, release):
     launcher = shutdown(release)
 
-    code, output, elapsed, left = send_and_finish(launcher, signum)
+    # finish() waits WAIT_S at most, less than LONG_GRACE_S: the kill came at once.
+    code, output, left = send_and_finish(launcher, signum)
 
     assert code == 128 + signal.SIGTERM, output
     assert re.search(r"received {} while stopping; killing [123] process".format(signum.name),
                      output)
-    assert elapsed < LONG_GRACE_S / 2
     assert left == []
 
 
@@ -192,7 +191,7 @@ def test_a_signal_during_shutdown_kills_at_once_and_keeps_the_first_status(signu
 def test_killing_the_launcher_takes_the_whole_job_with_it(phase, release):
     launcher = PHASES[phase](release)
 
-    code, _, _, left = send_and_finish(launcher, signal.SIGKILL)
+    code, _, left = send_and_finish(launcher, signal.SIGKILL)
 
     assert code == -signal.SIGKILL
     assert left == []
@@ -202,7 +201,7 @@ def test_killing_the_launcher_also_ends_what_a_worker_started(release):
     launcher = Launcher(["spawn"])
     grandchild = int(launcher.wait_for("spawned pid").split()[-1])
 
-    code, _, _, left = send_and_finish(launcher, signal.SIGKILL)
+    code, _, left = send_and_finish(launcher, signal.SIGKILL)
 
     assert code == -signal.SIGKILL
     assert grandchild in launcher.job() and left == []

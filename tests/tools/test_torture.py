@@ -5,7 +5,6 @@ import logging
 import random
 import sys
 import threading
-import time
 import traceback
 
 import mxnet as mx
@@ -337,7 +336,6 @@ def test_four_threads_churning_the_patch_while_two_bind_leave_nothing_patched(mo
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-5)
     try:
-        started = time.perf_counter()
         for thread in churners + binders:
             thread.start()
         for thread in churners:
@@ -345,7 +343,6 @@ def test_four_threads_churning_the_patch_while_two_bind_leave_nothing_patched(mo
         stop.set()
         for thread in binders:
             thread.join(timeout=60)
-        elapsed = time.perf_counter() - started
     finally:
         sys.setswitchinterval(interval)
     assert not any(thread.is_alive() for thread in churners + binders)
@@ -354,7 +351,6 @@ def test_four_threads_churning_the_patch_while_two_bind_leave_nothing_patched(mo
     status = mxpatch_bind.status()
     assert (status.installed, status.refcount, status.foreign_wrappers) == (False, 0, ())
     assert_originals_restored(RESTORED)
-    assert elapsed < 60, elapsed
 
 
 # --------------------------------------------------------------------------- (c) SVRGModule
