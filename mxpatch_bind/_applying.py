@@ -29,6 +29,7 @@ import warnings
 
 import wrapt
 
+from . import _reloads
 from ._chains import (
     Switch,
     _Wrapper,
@@ -41,7 +42,7 @@ from ._chains import (
     replacement,
     take_out,
 )
-from ._targets import TARGETS, check_mxnet, full_name, imported_mxnet, owner
+from ._targets import TARGETS, check_mxnet, current, full_name, imported_mxnet, owner
 from .errors import PatchError, UnsupportedMXNetError
 
 logger = logging.getLogger("mxpatch_bind.patching")  # one logger for the patch, as users filter it
@@ -54,6 +55,7 @@ class State:
         self.lock = threading.RLock()
         self.refcount = 0
         self.handles = {}  # Target -> the _Wrapper we installed, while applied
+        self.owners = {}  # Target -> the class (or module) we installed it on
         self.switch = Switch()  # enables the wrappers in ``handles``
         self.force = False  # the force of the install() that applied (or will apply) the patch
         self.hook_registered = False
@@ -74,6 +76,10 @@ state = State()
 
 # --------------------------------------------------------------------------- applying
 def apply(mx, force):
+    halves = _reloads.half_reloaded()
+    if halves:
+        raise UnsupportedMXNetError(f"mxpatch_bind cannot patch this MXNet: {'; '.join(halves)}"
+                                    ". Nothing was patched.")
     problems = check_mxnet(mx)
     if problems and not force:
         raise UnsupportedMXNetError(f"mxpatch_bind cannot patch this MXNet: {'; '.join(problems)}"
@@ -81,8 +87,12 @@ def apply(mx, force):
     if problems:
         warnings.warn("mxpatch_bind patching an unsupported MXNet (force=True): "
                       f"{'; '.join(problems)}", RuntimeWarning, stacklevel=3)
+    if _reloads.stale_core():
+        _reloads.rebuild_core()  # before wrapper_function imports the wrappers
+    sweep()  # a switched-off wrapper a patcher put back would sit under ours for good
     try:
         for target in TARGETS:
+            state.owners[target] = owner(target)
             state.handles[target] = wrapt.wrap_object(
                 owner(target), target.attribute, _Wrapper,
                 (wrapper_function(target),), {"enabled": state.switch})
@@ -106,6 +116,68 @@ def in_force():
                                        for target, handle in state.handles.items())
 
 
+# --------------------------------------------------------------------------- reloads
+def reloaded(target):
+    """Whether MXNet's module of ``target`` was reloaded since we wrapped it: the class is
+    another object, or the function is MXNet's defined again (not reaching ours)."""
+    handle = state.handles[target]
+    if owner(target) is not state.owners[target]:
+        return True
+    found = current(target)
+    return (not place_of(target, handle).reachable
+            and _reloads.redefined(found, wrapt.unwrapped(handle)))
+
+
+def needs_reapply():
+    """A reload left a target without our wrapper, or our core on classes from before it."""
+    return bool(state.handles) and (any(reloaded(target) for target in state.handles)
+                                    or bool(_reloads.stale_core()))
+
+
+def reapply(mx, force):
+    """After a reload: ours off the classes from before it, the core rebuilt, the new
+    classes wrapped. Refuses first, changing nothing, where :func:`apply` would refuse."""
+    halves = _reloads.half_reloaded()
+    problems = check_mxnet(mx)
+    if halves or (problems and not force):
+        raise UnsupportedMXNetError(f"mxpatch_bind cannot patch this MXNet: "
+                                    f"{'; '.join(halves + problems)}. Nothing was changed.")
+    for target, handle in list(state.handles.items()):
+        _take_off_the_old_owner(target, handle)
+        del state.handles[target]
+    state.retire_switch()
+    apply(mx, force)
+    logger.info("mxpatch_bind: MXNet's module files were reloaded; patched the new classes")
+
+
+def _take_off_the_old_owner(target, handle):
+    """Our wrapper off the class (or module) we put it on, wherever that is now."""
+    old = state.owners.pop(target)
+    if vars(old).get(target.attribute) is handle:
+        setattr(old, target.attribute, handle.__wrapped__)
+        return
+    try:
+        wrapt.unwrap_object(old, target.attribute, handle)
+    except (wrapt.WrapperNotOutermostError, wrapt.WrapperNotFoundError):
+        pass  # covered or gone: retire_switch() turns it off where it is
+
+
+def sweep():
+    """Take out the switched-off wrappers of ours still in the classes (a patcher put one back
+    after uninstall); those covered by a wrapper that is not wrapt's stay. Returns how many
+    were taken out."""
+    if imported_mxnet() is None:
+        return 0
+    taken = 0
+    for target in TARGETS:
+        for entry in ours(target):
+            if entry is not state.handles.get(target) and take_out(target, entry):
+                taken += 1
+    if taken:
+        logger.debug("mxpatch_bind took out %d switched-off wrappers of its own", taken)
+    return taken
+
+
 # --------------------------------------------------------------------------- removing
 def remove(force):
     """Take every handle out of its chain, or forget it where that is impossible.
@@ -114,12 +186,18 @@ def remove(force):
     give, one per target forgotten rather than taken out, for the caller to give once the
     state is whole again.
     """
-    places = {target: place_of(target, handle) for target, handle in state.handles.items()}
+    reloads = [target for target in state.handles if reloaded(target)]
+    places = {target: place_of(target, handle) for target, handle in state.handles.items()
+              if target not in reloads}
     blocked = {target: place for target, place in places.items()
                if place.reachable and place.blocker is not None}
     if blocked and not force:
         target, place = next(iter(blocked.items()))
         raise PatchError(refusal(target, place, state.handles[target]))
+    for target in reloads:
+        # Not replaced behind our back: MXNet's module was reloaded. The old class is ours to
+        # clean; the new one never held our wrapper.
+        _take_off_the_old_owner(target, state.handles.pop(target))
     news = []
     for target, handle in list(state.handles.items()):
         place = places[target]
@@ -134,7 +212,9 @@ def remove(force):
             # it wrapped (unwrap_object would resolve the owner again, at twice the cost).
             setattr(owner(target), target.attribute, handle.__wrapped__)
         del state.handles[target]
+        state.owners.pop(target, None)
     state.retire_switch()
+    sweep()
     for message in news:
         log_if_handled(logging.WARNING, message)
     logger.debug("mxpatch_bind restored the original methods")
@@ -156,6 +236,11 @@ def log_if_handled(level, message):
 def foreign_wrappers():
     found = []
     for target, handle in state.handles.items():
+        if reloaded(target):
+            found.append(f"{full_name(target)}: MXNet's module was reloaded (importlib.reload) "
+                         "and its new class is not patched; install() again patches it, "
+                         "uninstall() takes mxpatch_bind's wrapper off the old one")
+            continue
         place = place_of(target, handle)
         if not place.reachable:
             found.append(f"{replacement(target, place, handle)}; uninstall() will forget "
@@ -206,6 +291,7 @@ def _reconcile_with_classes():
         for entry in entries:
             take_out(target, entry)
     state.handles.clear()
+    state.owners.clear()
     state.retire_switch()
     if state.refcount > 0:
         try:

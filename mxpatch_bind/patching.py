@@ -29,7 +29,7 @@ from typing import Any, Literal, NamedTuple, Optional, Tuple
 
 import wrapt
 
-from . import _applying, _import_guard
+from . import _applying, _import_guard, _reloads
 from ._applying import state as _state
 from ._mxnet_env import not_installed_fix
 from ._targets import TARGETS, current, full_name, imported_mxnet, qualified_name
@@ -86,7 +86,9 @@ def install(*, force: bool = False) -> None:
     """Patch ``Module.bind`` / ``Module.reshape`` to accept per-device shape lists.
 
     Reference-counted: each call needs one :func:`uninstall`; the patch is applied by the
-    first. Thread-safe, and safe across ``fork()``. Before touching anything it checks
+    first. Thread-safe, and safe across ``fork()``. After ``importlib.reload`` of MXNet's
+    module files (``mxnet.module.module``, then ``mxnet.module``), each call patches the new
+    classes again and takes the wrappers off the old ones. Before touching anything it checks
     ``mxnet.__version__`` (1.6–1.9.x) and the parameters of the methods it replaces. Called
     before ``import mxnet``, it patches when MXNet is imported; if MXNet is not installed at
     all it says so once (a ``RuntimeWarning``, also logged) and keeps waiting.
@@ -99,8 +101,9 @@ def install(*, force: bool = False) -> None:
     Raises
     ------
     UnsupportedMXNetError
-        MXNet's version or a patched method's parameters are not the expected ones;
-        nothing is patched.
+        MXNet's version or a patched method's parameters are not the expected ones, or one of
+        MXNet's module files was reloaded without the package that imports from it (the
+        message names both); nothing is patched.
     TypeError
         ``force`` is not ``True`` or ``False``.
     SettingsError
@@ -122,6 +125,9 @@ def install(*, force: bool = False) -> None:
     _wait_for_an_import_in_progress()
     with _state.lock:
         if _state.refcount > 0:
+            mx = imported_mxnet()
+            if mx is not None and _applying.needs_reapply():
+                _applying.reapply(mx, _state.force)  # importlib.reload made new classes
             _state.refcount += 1
             logger.debug("mxpatch_bind already installed; %d install() calls outstanding",
                          _state.refcount)
@@ -131,6 +137,7 @@ def install(*, force: bool = False) -> None:
             _applying.apply(mx, force)
             _state.refcount = 1
             _state.force = force
+            _reloads.watch(_after_reload)
             return
         # Before any state changes: a warnings filter may turn the warning into an error.
         _warn_if_mxnet_is_missing()
@@ -146,8 +153,11 @@ def uninstall(*, force: bool = False) -> None:
     If another wrapt wrapper was put on top of ours since, ours is spliced out from under
     it and theirs keeps working. If a method was replaced or restored behind our back (ours
     no longer reachable from it), ours is forgotten with a ``RuntimeWarning`` naming what is
-    there now, and what is there is kept. Called with nothing installed, it logs a warning
-    and changes nothing, with or without ``force``.
+    there now, and what is there is kept. Every call that leaves nothing installed also takes
+    out the switched-off wrappers of ours that a patcher put back since (``mock.patch`` exiting
+    after an uninstall), unless a wrapper that is not wrapt's covers them: once every other
+    patcher has exited, MXNet's own functions are back, by identity. Called with nothing
+    installed, it logs a warning and does only that, with or without ``force``.
 
     Parameters
     ----------
@@ -178,10 +188,13 @@ def uninstall(*, force: bool = False) -> None:
     with _state.lock:
         if _state.refcount == 0:
             logger.warning("mxpatch_bind.uninstall() called but the patch is not installed")
+            _applying.sweep()
             return
         if _state.refcount == 1 and _state.handles:
             news = _applying.remove(force)
         _state.refcount -= 1
+        if _state.refcount == 0:
+            _reloads.unwatch()
     # Only now: a warnings filter may turn a warning into an error, and the state is whole.
     for message in news:
         _applying.warn(message, stacklevel=2)
@@ -408,6 +421,26 @@ def _apply_pending(mx):
         except UnsupportedMXNetError as error:
             # Raising here would fail ``import mxnet`` itself; cancel the install and say so.
             _state.refcount = 0
+            _applying.log_if_handled(logging.ERROR, str(error))
+            warnings.warn(str(error), RuntimeWarning, stacklevel=2)
+            return
+        _reloads.watch(_after_reload)
+
+
+def _after_reload():
+    """One of MXNet's module files was reloaded: patch the new classes if MXNet can run now.
+
+    Halfway (``mxnet.module.module`` reloaded, ``mxnet.module`` not yet) MXNet itself mixes
+    old and new classes; wait for the package's reload, and never fail the user's reload.
+    """
+    with _state.lock:
+        mx = imported_mxnet()
+        if (mx is None or _state.refcount == 0 or _reloads.half_reloaded()
+                or not _applying.needs_reapply()):
+            return
+        try:
+            _applying.reapply(mx, _state.force)
+        except UnsupportedMXNetError as error:
             _applying.log_if_handled(logging.ERROR, str(error))
             warnings.warn(str(error), RuntimeWarning, stacklevel=2)
 

@@ -8,6 +8,7 @@ import functools
 import logging
 import re
 import warnings
+from unittest import mock
 
 import mxnet as mx
 import pytest
@@ -190,9 +191,7 @@ def test_a_saved_wrapper_of_ours_put_back_after_uninstall_is_dead_and_stays_repo
     (entry,) = mxpatch_bind.status().foreign_wrappers
     assert "switched off" in entry and ("%x" % id(saved)) in entry
     assert_nothing_of_ours_is_live()
-    mxpatch_bind.uninstall(force=True)  # nothing installed: a warning, nothing changed
-    assert vars(mx.mod.Module)["bind"] is saved
-    mx.mod.Module.bind = saved.__wrapped__  # what the user puts back
+    mxpatch_bind.uninstall()  # nothing installed: a warning, and the dead wrapper taken out
     assert_originals_restored(ORIGINALS)
     assert mxpatch_bind.status().foreign_wrappers == ()
 
@@ -276,29 +275,29 @@ def test_forced_uninstall_keeps_the_decorator_and_switches_ours_inside_it_off():
     assert_nothing_of_ours_is_live()
 
 
-def test_uninstall_with_nothing_installed_only_warns_even_forced(caplog):
-    # The switched-off wrapper a forced uninstall left under a decorator stays where it is:
-    # uninstall(force=True) with nothing installed changes nothing, as without force.
+def test_uninstall_with_nothing_installed_warns_and_takes_out_our_dead_wrappers(caplog):
+    # The switched-off wrapper a forced uninstall left under a decorator is uncovered when
+    # the user drops their decorator: the next uninstall(), with nothing installed, takes it
+    # out, so that MXNet's function is back by identity.
     mxpatch_bind.install()
     plain = _decorate_with_functools_wraps(mx.mod.Module, "bind")
     with pytest.warns(RuntimeWarning):
         mxpatch_bind.uninstall(force=True)
     mx.mod.Module.bind = plain.__wrapped__  # the user drops their decorator
     dead = vars(mx.mod.Module)["bind"]
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="mxpatch_bind.patching"):
-        mxpatch_bind.uninstall(force=True)
-    assert vars(mx.mod.Module)["bind"] is dead
-    assert [r.getMessage() for r in caplog.records] == [
-        "mxpatch_bind.uninstall() called but the patch is not installed"]
     (entry,) = mxpatch_bind.status().foreign_wrappers
     assert entry == ("mxnet.module.module.Module.bind: an mxpatch_bind %s at 0x%x running "
                      "mxpatch_bind.module.wrappers.bind_wrapper, switched off (it calls "
                      "straight through to what it wraps)" % (type(dead).__name__, id(dead)))
     assert _bind_stock_mlp().binded  # switched off: stock bind runs through it
     assert _per_device_bind(mx.mod.Module.bind) == _stock_refusal()
-    mx.mod.Module.bind = ORIGINALS[(mx.mod.Module, "bind")]  # clean up for the next test
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="mxpatch_bind.patching"):
+        mxpatch_bind.uninstall()
+    assert [r.getMessage() for r in caplog.records] == [
+        "mxpatch_bind.uninstall() called but the patch is not installed"]
     assert_originals_restored(ORIGINALS)
+    assert mxpatch_bind.status().foreign_wrappers == ()
 
 
 def test_a_dead_wrapper_still_under_the_decorator_stays_and_is_still_reported():
@@ -422,3 +421,72 @@ def test_describe_targets_tells_a_replacement_from_mxnets_function():
         info = _bind_info()
         assert info.chain[1:] == (_replacement,) and info.ours is info.chain[0]
         assert not info.original
+
+
+# --------------------------------------------------------------------------- mock.patch layered
+def test_a_mock_entered_after_install_and_exited_after_uninstall_leaves_the_original():
+    mxpatch_bind.install()
+    with mock.patch.object(mx.mod.Module, "bind"):
+        with pytest.warns(RuntimeWarning, match="MagicMock"):
+            mxpatch_bind.uninstall()
+    # The mock put back what it saw when it started: our wrapper, switched off.
+    assert vars(mx.mod.Module)["bind"] is not ORIGINAL_BIND
+    mxpatch_bind.uninstall()
+    assert_originals_restored(ORIGINALS)
+    assert_nothing_of_ours_is_live()
+
+
+def test_an_install_cycle_after_a_mock_put_our_dead_wrapper_back_leaves_the_original():
+    mxpatch_bind.install()
+    with mock.patch.object(mx.mod.Module, "bind"):
+        with pytest.warns(RuntimeWarning):
+            mxpatch_bind.uninstall()
+    with mxpatch_bind.patched():
+        assert vars(mx.mod.Module)["bind"].__wrapped__ is ORIGINAL_BIND
+        assert _per_device_bind(mx.mod.Module.bind) == [[(1, 5)], [(3, 5)]]
+    assert_originals_restored(ORIGINALS)
+    assert_nothing_of_ours_is_live()
+
+
+def test_a_forced_uninstall_after_a_mock_put_our_dead_wrapper_back_leaves_the_original():
+    mxpatch_bind.install()
+    with mock.patch.object(mx.mod.Module, "bind"):
+        with pytest.warns(RuntimeWarning):
+            mxpatch_bind.uninstall()
+    mxpatch_bind.uninstall(force=True)
+    assert_originals_restored(ORIGINALS)
+
+
+def test_a_mock_entered_and_exited_while_installed_leaves_the_original_after_uninstall():
+    mxpatch_bind.install()
+    with mock.patch.object(mx.mod.Module, "bind") as fake:
+        mx.mod.Module(mlp()).bind([("data", (2, 5))])
+        assert fake.call_count == 1
+    assert _per_device_bind(mx.mod.Module.bind) == [[(1, 5)], [(3, 5)]]
+    mxpatch_bind.uninstall()
+    assert_originals_restored(ORIGINALS)
+    assert_nothing_of_ours_is_live()
+
+
+def test_a_mock_beneath_ours_exiting_while_installed_leaves_the_original_after_uninstall():
+    with mock.patch.object(mx.mod.Module, "reshape", autospec=True):
+        mxpatch_bind.install()
+    with pytest.warns(RuntimeWarning, match="Module.reshape was replaced behind"):
+        mxpatch_bind.uninstall()
+    assert_originals_restored(ORIGINALS)
+    assert_nothing_of_ours_is_live()
+
+
+def test_two_mocks_stopped_out_of_order_around_uninstall_leave_the_original():
+    mxpatch_bind.install()
+    outer = mock.patch.object(mx.mod.Module, "bind")
+    inner = mock.patch.object(mx.mod.Module, "bind")
+    outer.start()
+    inner.start()
+    with pytest.warns(RuntimeWarning):
+        mxpatch_bind.uninstall()
+    outer.stop()  # puts back our dead wrapper
+    inner.stop()  # puts back the outer mock
+    mxpatch_bind.uninstall()  # the mock is still there: it stays, nothing of ours is live
+    assert_nothing_of_ours_is_live()
+    mx.mod.Module.bind = ORIGINAL_BIND

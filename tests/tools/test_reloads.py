@@ -1,0 +1,161 @@
+"""``importlib.reload`` of MXNet's module files while (or before) the patch is installed.
+
+A reload makes new classes for the whole process, so each scenario runs in a subprocess. The
+reference is stock MXNet: a per-device bind gives the device shapes asked for, a flat bind
+binds as stock does, and uninstall() leaves the reloaded classes with MXNet's functions.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from paths import REPO
+
+PRELUDE = """
+    import importlib, sys, warnings
+    import mxnet as mx
+    import mxpatch_bind
+
+    def net():
+        data = mx.sym.var('data')
+        fc = mx.sym.FullyConnected(data, num_hidden=3, name='fc')
+        return mx.sym.SoftmaxOutput(fc, name='softmax')
+
+    def per_device_bind():
+        mod = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([[('data', (1, 5))], [('data', (3, 5))]],
+                 [[('softmax_label', (1,))], [('softmax_label', (3,))]])
+        return [[d.shape for d in device] for device in mod.data_shapes]
+
+    def reload_module_files():
+        importlib.reload(sys.modules['mxnet.module.module'])
+        importlib.reload(sys.modules['mxnet.module'])
+
+    def functions(cls):
+        return {name: vars(cls)[name] for name in ('bind', 'reshape', 'forward')}
+"""
+
+
+def _run(code):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(PRELUDE) + textwrap.dedent(code)], env=env,
+        capture_output=True, text=True, timeout=180, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.split()
+
+
+def test_a_reload_while_installed_patches_the_new_classes_without_another_install():
+    assert _run("""
+        mxpatch_bind.install()
+        old = mx.mod.Module
+        reload_module_files()
+        assert mx.mod.Module is not old
+        assert mxpatch_bind.is_installed(), mxpatch_bind.status()
+        assert mxpatch_bind.status().foreign_wrappers == ()
+        print(per_device_bind())
+    """) == ["[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_a_second_install_after_a_reload_patches_the_new_classes():
+    assert _run("""
+        mxpatch_bind.install()
+        mxpatch_bind._reloads.unwatch()  # a reload the finder does not see
+        reload_module_files()
+        assert not mxpatch_bind.is_installed()
+        assert 'was reloaded' in mxpatch_bind.status().foreign_wrappers[0]
+        mxpatch_bind.install()
+        assert mxpatch_bind.is_installed() and mxpatch_bind.status().refcount == 2
+        print(per_device_bind())
+    """) == ["[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_uninstall_after_a_reload_leaves_both_the_old_and_the_new_classes_as_mxnet_made_them():
+    assert _run("""
+        old_class = mx.mod.Module
+        old = functions(old_class)
+        mxpatch_bind.install()
+        reload_module_files()
+        new = functions(mx.mod.Module)
+        mxpatch_bind.uninstall()
+        assert all(functions(old_class)[name] is old[name] for name in old)
+        assert all(new[name].__wrapped__ is vars(mx.mod.Module)[name] for name in new)
+        assert mxpatch_bind.status().foreign_wrappers == ()
+        print('ok')
+    """) == ["ok"]
+
+
+def test_uninstalling_to_zero_and_installing_again_after_a_reload_binds_per_device():
+    assert _run("""
+        mxpatch_bind.install()
+        mxpatch_bind._reloads.unwatch()
+        reload_module_files()
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')
+            mxpatch_bind.uninstall()
+        mxpatch_bind.install()
+        print(per_device_bind())
+    """) == ["[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_a_reload_before_the_first_install_binds_per_device():
+    assert _run("""
+        mxpatch_bind.bind  # the module core is built on the classes from before the reload
+        reload_module_files()
+        with mxpatch_bind.patched():
+            print(per_device_bind())
+    """) == ["[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_a_reload_while_installed_keeps_stock_binds_working():
+    assert _run("""
+        mxpatch_bind.install()
+        reload_module_files()
+        mod = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([('data', (4, 5))], [('softmax_label', (4,))])
+        print([d.shape for d in mod.data_shapes])
+    """) == ["[(4,", "5)]"]
+
+
+def test_install_names_a_module_file_reloaded_without_its_package():
+    assert _run("""
+        mxpatch_bind.bind
+        importlib.reload(sys.modules['mxnet.module.module'])
+        before = functions(sys.modules['mxnet.module.module'].Module)
+        try:
+            mxpatch_bind.install()
+        except mxpatch_bind.UnsupportedMXNetError as error:
+            message = str(error)
+        assert 'mxnet.module.module was reloaded (importlib.reload)' in message, message
+        assert 'reload mxnet.module after it' in message, message
+        assert functions(sys.modules['mxnet.module.module'].Module) == before
+        assert mxpatch_bind.status().refcount == 0
+        print('refused')
+    """) == ["refused"]
+
+
+def test_a_reload_of_only_the_module_file_while_installed_waits_for_the_package():
+    # Halfway MXNet itself mixes old and new classes; the reload must not fail because of us.
+    assert _run("""
+        mxpatch_bind.install()
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')
+            importlib.reload(sys.modules['mxnet.module.module'])
+            importlib.reload(sys.modules['mxnet.module'])
+        print(per_device_bind())
+    """) == ["[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_a_reload_of_the_kvstore_while_installed_patches_its_new_create():
+    assert _run("""
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.kvstore.base'])
+        importlib.reload(sys.modules['mxnet.kvstore'])
+        assert mxpatch_bind.is_installed(), mxpatch_bind.status()
+        assert mx.kv.create('local').type == 'local'
+        mxpatch_bind.uninstall()
+        assert mx.kvstore.create is sys.modules['mxnet.kvstore.base'].create
+        print('ok')
+    """) == ["ok"]
