@@ -85,6 +85,7 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         self.num_active = None
         self._pending_device_shapes = None
         self._exec_cache = self._seen_shapes = None
+        self._parameter_checks = OrderedDict()  # changed_parameter's answers, per shape set
 
     # ----------------------------------------------------------------- binding and reshape
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
@@ -153,6 +154,15 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         known = {name: tuple(inferred[name]) for name in unnamed
                  if inferred.get(name) and all(inferred[name])}
         return dict(wanted, **known)
+
+    def changed_parameter(self, wanted):
+        """:func:`changed_parameter` for this group, its answers kept per shape set, so that
+        a recurring shape costs no shape inference."""
+        key = executors.cache_key(wanted)
+        if key not in self._parameter_checks:
+            executors.put_bounded(self._parameter_checks, key, changed_parameter(self, wanted),
+                                  SEEN_SHAPES_SIZE)
+        return self._parameter_checks[key]
 
     def _ready_exec(self, device, wanted):
         """The executor ``device`` already has for ``wanted`` (current, base, cached), or None."""
@@ -369,3 +379,22 @@ def _merge_checked(per_name, axes, names, what):
                 f"outside the batch axis {axis}; pass merge_multi_context=False to get one array "
                 "per device")
     return _merge_multi_context(per_name, axes)
+
+
+def changed_parameter(group, wanted):
+    """The first parameter or auxiliary state of ``group`` (stock or per device) that the
+    input shapes ``wanted`` (``{name: shape}`` for one device) would resize, as ``(name,
+    bound shape, new shape)``, or None when every one keeps its shape. A wrong channel count
+    resizes a convolution's weight, which ``Executor.reshape`` would refuse."""
+    arg_shapes, _, aux_shapes = group.symbol.infer_shape_partial(**wanted)
+    bound = group.execs[0]
+    params = set(group.param_names)
+    inferred = [(name, shape, bound.arg_dict) for name, shape in
+                zip(group.arg_names, arg_shapes or ()) if name in params]
+    inferred += [(name, shape, bound.aux_dict) for name, shape in
+                 zip(group.aux_names, aux_shapes or ())]
+    for name, shape, held in inferred:
+        # An axis left unknown (0) is no resize: MXNet's reshape decides those.
+        if name in held and shape and all(shape) and tuple(shape) != held[name].shape:
+            return name, held[name].shape, tuple(shape)
+    return None

@@ -11,7 +11,7 @@ from mxnet.module import Module
 
 from ..errors import BatchError
 from . import batches, shapes
-from .executor_group import PerDeviceExecutorGroup
+from .executor_group import PerDeviceExecutorGroup, changed_parameter
 from .shapes import DeviceShapes
 
 
@@ -88,7 +88,26 @@ def _spec_for_batch(module, checked, expected):
     shapes.check_layouts_agree(spec)  # provide_data DataDescs may bring layouts and dtypes
     shapes.check_dtypes_agree(spec)
     shapes.check_batch_sizes(spec, BatchError, "batch device")
+    _check_parameters_fit(module, spec)
     return spec
+
+
+def _check_parameters_fit(module, spec):
+    """Refuse a batch whose shapes would resize a parameter (a wrong channel count on one
+    device): MXNet's reshape would refuse it too, with its own "unspecified arg" message."""
+    group = module._exec_group
+    for device in range(len(spec.data)):
+        inputs = spec.shapes_of(device)
+        changed = (group.changed_parameter(inputs) if isinstance(group, PerDeviceExecutorGroup)
+                   else changed_parameter(group, inputs))
+        if changed is not None:
+            name, held, new = changed
+            bound = {desc.name: tuple(desc.shape) for desc in _current_descs(module, "data")[0]}
+            raise BatchError(
+                f"batch device {device} gives inputs {inputs!r}, which would change parameter "
+                f"{name!r} from shape {held!r} to {new!r}; expected inputs the bound parameters "
+                f"fit (device 0 is bound with {bound!r}): check the axes a parameter depends on, "
+                "such as the channels")
 
 
 def _with_idle_devices(module, checked, expected):

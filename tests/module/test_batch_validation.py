@@ -152,6 +152,24 @@ def test_an_array_of_another_rank_is_refused(mod, form, shape):
             repr(shape), "expected 4 axes")
 
 
+@pytest.mark.parametrize("form", FORMS)
+def test_a_device_with_another_channel_count_is_refused_before_anything_is_copied(mod, form):
+    data, label = arrays()
+    data[1] = [mx.nd.ones((3, 4, 6, 6))]  # the module is bound with 3 channels
+    refuses(mod, make_batch(form, data, label), "batch device 1", "(3, 4, 6, 6)",
+            "parameter 'conv_weight' from shape (4, 3, 3, 3) to (4, 4, 3, 3)")
+
+
+def test_a_wrong_channel_count_is_refused_every_time_and_a_right_one_then_runs(mod):
+    data, label = arrays()
+    wrong = [data[0], [mx.nd.ones((3, 4, 6, 6))]]
+    for _ in range(2):  # the second answer comes from the group's memory of the first
+        refuses(mod, make_batch("device-lists", wrong, label), "'conv_weight'")
+    data[1] = [mx.nd.ones((3, 3, 7, 5))]
+    mod.forward(make_batch("device-lists", data, label), is_train=True)
+    assert mod._exec_group.execs[1].arg_dict["data"].shape == (3, 3, 7, 5)
+
+
 @pytest.mark.parametrize("shape", [(3, 3), (3, 1)], ids=["one more", "one more, size 1"])
 def test_a_label_of_another_rank_is_refused(mod, shape):
     data, label = arrays()
