@@ -31,6 +31,40 @@ def check_int(name, value, minimum=1, maximum=None, why=""):
     return int(value)
 
 
+def per_device_count(num_devices, batch_per_device, batch_size):
+    """Samples per device from ``batch_per_device`` or ``batch_size`` (all devices together),
+    whichever is given; both must then agree. DataSpecError otherwise."""
+    if batch_size is None:
+        if batch_per_device is None:
+            raise DataSpecError("give batch_per_device (samples per device) or batch_size "
+                                "(samples per batch over all devices)")
+        return check_int("batch_per_device", batch_per_device)
+    batch_size = check_int("batch_size", batch_size)
+    if batch_size % num_devices:
+        raise DataSpecError(f"batch_size must be a multiple of num_devices={num_devices}, got "
+                            f"{batch_size!r}; or give batch_per_device")
+    if batch_per_device is not None and check_int("batch_per_device", batch_per_device) * \
+            num_devices != batch_size:
+        raise DataSpecError(f"batch_size={batch_size!r} and batch_per_device="
+                            f"{batch_per_device!r} disagree: batch_size is batch_per_device "
+                            f"times num_devices={num_devices}; give one of them")
+    return batch_size // num_devices
+
+
+def describe(it, num_samples, declared, num_data):
+    """``PerDeviceIter``'s repr: what it holds and how it splits it."""
+    batches = f"{it.num_batches} batch{'es' if it.num_batches != 1 else ''}"
+    extra = ", balanced" if it._balanced else ""
+    if it._num_parts > 1:
+        extra += f", part {it._part_index} of {it._num_parts}"
+    labels = [one.name for one in declared[num_data:]]
+    return (f"PerDeviceIter({num_samples} sample{'s' if num_samples != 1 else ''}, {batches} of "
+            f"{it.num_devices} device{'s' if it.num_devices != 1 else ''} x "
+            f"{it.batch_per_device}{extra}, data "
+            f"{[one.name for one in declared[:num_data]]!r}"
+            + (f", label {labels!r})" if labels else ")"))
+
+
 def check_flag(name, value):
     """``value`` as a bool when it is a flag (:func:`is_flag`), else :class:`DataSpecError`:
     ``bool()`` would take the string ``"False"`` as true and silently plan another epoch."""

@@ -78,6 +78,9 @@ class PerDeviceIter(_batch.CurrentBatchIter):
     batch_per_device : int
         Samples each device gets in every batch (keyword only); with
         ``balanced``, the batch holds ``num_devices * batch_per_device``.
+    batch_size : int, optional
+        Samples per batch over all devices, as MXNet's iterators take it (keyword
+        only): instead of ``batch_per_device``, a multiple of ``num_devices``.
     shuffle : bool, optional
         Permute the samples every epoch (default False).
     seed : int, optional
@@ -147,7 +150,7 @@ class PerDeviceIter(_batch.CurrentBatchIter):
         A ``ValueError``: if ``data`` is empty, samples differ in rank or
         channel count or have an empty axis, hold dtypes MXNet cannot (complex,
         strings, bytes, objects) or are sparse NDArrays, ``label`` has the
-        wrong length or mixed shapes, ``num_devices``, ``batch_per_device``,
+        wrong length or mixed shapes, ``num_devices``, ``batch_per_device``, ``batch_size``,
         ``group_window``, ``pad_to_multiple`` or ``num_parts`` is not an integer
         >= 1, ``seed`` or ``num_workers`` is not an integer >= 0, ``part_index``
         is not one from 0 to ``num_parts - 1``, ``num_parts`` exceeds the
@@ -168,8 +171,9 @@ class PerDeviceIter(_batch.CurrentBatchIter):
     >>> import numpy as np
     >>> from mxpatch_bind import PerDeviceIter
     >>> images = [np.ones((3, h, w)) for h, w in [(4, 6), (8, 2), (4, 5), (8, 3)]]
-    >>> it = PerDeviceIter(images, label=[0, 1, 2, 3], num_devices=2,
-    ...                    batch_per_device=2)
+    >>> it = PerDeviceIter(images, label=[0, 1, 2, 3], num_devices=2, batch_size=4)
+    >>> it, len(it)  # len(): batches per epoch
+    (PerDeviceIter(4 samples, 1 batch of 2 devices x 2, data ['data'], label ['softmax_label']), 1)
     >>> [[desc.shape for desc in device] for device in it.provide_data]
     [[(2, 3, 4, 6)], [(2, 3, 8, 3)]]
     >>> batch = it.next()
@@ -199,7 +203,8 @@ class PerDeviceIter(_batch.CurrentBatchIter):
     """
 
     def __init__(self, data: Any, label: Any = None, *, num_devices: int,
-                 batch_per_device: int, shuffle: bool = False, seed: int = 0,
+                 batch_per_device: Optional[int] = None, batch_size: Optional[int] = None,
+                 shuffle: bool = False, seed: int = 0,
                  grouping: bool = True, group_window: Optional[int] = None,
                  data_name: str = "data", label_name: str = "softmax_label",
                  dtype: Any = "float32", layout: str = "NCHW",
@@ -208,7 +213,8 @@ class PerDeviceIter(_batch.CurrentBatchIter):
                  balanced: bool = False, pad_to_multiple: int = 1, num_parts: int = 1,
                  part_index: int = 0) -> None:
         self._num_devices = _forms.check_int("num_devices", num_devices)
-        self._batch_per_device = _forms.check_int("batch_per_device", batch_per_device)
+        self._batch_per_device = _forms.per_device_count(self._num_devices, batch_per_device,
+                                                         batch_size)
         self._shuffle = _forms.check_flag("shuffle", shuffle)
         self._grouping = _forms.check_flag("grouping", grouping)
         self._balanced = _forms.check_flag("balanced", balanced)
@@ -249,8 +255,14 @@ class PerDeviceIter(_batch.CurrentBatchIter):
     @property
     def num_batches(self) -> int:
         """Batches per epoch: ``ceil(len(data) / batch_size)``, divided by ``num_parts``
-        (rounded down) when the epoch is shared."""
+        (rounded down) when the epoch is shared; ``len(it)`` too."""
         return len(self._plan)
+
+    def __len__(self) -> int:
+        return len(self._plan)
+
+    def __repr__(self) -> str:
+        return _forms.describe(self, len(self._sizes), self._declared, self._num_data)
 
     @property
     def epoch(self) -> int:

@@ -349,6 +349,10 @@ RGB = np.ones((3, 4, 4))
     (dict(num_devices=2.0), r"num_devices must be an integer >= 1, got 2\.0"),
     (dict(batch_per_device=0), "batch_per_device must be an integer >= 1, got 0"),
     (dict(batch_per_device=True), "batch_per_device must be an integer >= 1, got True"),
+    (dict(batch_per_device=None), "give batch_per_device .* or batch_size"),
+    (dict(batch_per_device=None, batch_size=3), "batch_size must be a multiple of num_devices=2"),
+    (dict(batch_per_device=None, batch_size=0), "batch_size must be an integer >= 1, got 0"),
+    (dict(batch_size=3 * 2), "batch_size=6 and batch_per_device=1 disagree"),
     (dict(group_window=-1), "group_window must be an integer >= 1, got -1"),
     (dict(seed=-1), "seed must be an integer >= 0, got -1"),
     (dict(seed=None), "seed must be an integer >= 0, got None"),
@@ -362,6 +366,36 @@ RGB = np.ones((3, 4, 4))
 def test_bad_input_raises_value_error_naming_the_value(changes, message):
     with pytest.raises(ValueError, match=message):
         PerDeviceIter(**dict(GOOD, **changes))
+
+
+def test_batch_size_over_all_devices_plans_as_batch_per_device_does_and_reads_back():
+    images = make_images(random_sizes(10, seed=4))
+    by_size = PerDeviceIter(images, num_devices=2, batch_size=4, shuffle=True)
+    per_device = PerDeviceIter(images, num_devices=2, batch_per_device=2, shuffle=True)
+    both = PerDeviceIter(images, num_devices=2, batch_per_device=2, batch_size=4, shuffle=True)
+
+    assert by_size.batch_indices == per_device.batch_indices == both.batch_indices
+    assert (by_size.batch_size, by_size.batch_per_device) == (4, 2)
+
+
+def test_len_is_the_number_of_batches_the_epoch_yields():
+    images = make_images(random_sizes(9, seed=5))
+    it = PerDeviceIter(images, num_devices=2, batch_per_device=2)
+    shared = PerDeviceIter(images, num_devices=2, batch_per_device=1, num_parts=2, part_index=1)
+
+    assert len(it) == it.num_batches == 3 == len(list(it))
+    assert len(shared) == 2 == len(list(shared))
+
+
+def test_the_repr_says_what_the_iterator_holds_and_how_it_splits_it():
+    images = make_images(random_sizes(5, seed=6))
+    assert repr(PerDeviceIter(images, list(range(5)), num_devices=2, batch_per_device=2)) == (
+        "PerDeviceIter(5 samples, 2 batches of 2 devices x 2, data ['data'], "
+        "label ['softmax_label'])")
+    assert repr(PerDeviceIter(images, num_devices=1, batch_per_device=1, balanced=True,
+                              num_parts=5, part_index=0)) == (
+        "PerDeviceIter(5 samples, 1 batch of 1 device x 1, balanced, part 0 of 5, "
+        "data ['data'])")
 
 
 def test_numpy_bools_are_flags_like_python_s():
