@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Dict, NamedTuple, Optional, Sequence
 
-from ._cli_types import Parser, description, report_error, run_parsed
+from ._cli_types import Parser, console, description, report_error, run_parsed
 from .version import __version__
 
 __all__ = ["main", "COMMANDS", "build_parser"]
@@ -93,7 +93,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     -------
     int
         The command's exit status: 0 on success, 1 when it failed or cannot run here
-        (MXNet missing, numpy too new: one line on stderr names the fix). A usage error
+        (MXNet missing, numpy too new: one line on stderr names the fix), 1 too, quietly,
+        when the reader of its output went away (``| head -1``). Characters the output
+        encoding cannot show are escaped (``PYTHONIOENCODING=ascii``: ``\\xe9``). A usage error
         exits with status 2 and one line on stderr, ``PROG: error: ...``.
 
     Examples
@@ -110,16 +112,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     prog = _prog()
-    try:
-        parser = build_parser(prog)
-    except ModuleNotFoundError as error:
-        if error.name not in {command.module for command in COMMANDS.values()}:
-            raise
-        report_error(prog, f"not available: this installation of mxpatch_bind {__version__} has no "
-                           f"{error.name} module")
-        return 1
-    _refuse_what_precedes_the_command(parser, args)
-    return run_parsed(parser, args)
+    with console():  # the one place the streams are set up: every subcommand runs inside
+        try:
+            parser = build_parser(prog)
+        except ModuleNotFoundError as error:
+            if error.name not in {command.module for command in COMMANDS.values()}:
+                raise
+            report_error(prog, f"not available: this installation of mxpatch_bind "
+                               f"{__version__} has no {error.name} module")
+            return 1
+        _refuse_what_precedes_the_command(parser, args)
+        return run_parsed(parser, args)
 
 
 def _refuse_what_precedes_the_command(parser: Parser, args: Sequence[str]) -> None:

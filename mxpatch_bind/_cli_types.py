@@ -7,16 +7,66 @@ mxpatch_bind.launch`` and by ``python -m benchmarks``: a bad value (``--epochs 0
 traceback from deeper in. Every error has one form, ``PROG: error: MESSAGE``: usage errors
 exit 2 and add ``(see PROG --help)``; a broken MXNet environment exits 1 and its message
 ends with the fix.
+
+The streams, as pip and ruff treat them: output piped into a reader that stops early
+(``mxpatch-bind migrate TREE | head -1``) ends the command quietly with status 1, no
+traceback; a file name the output encoding cannot show (``PYTHONIOENCODING=ascii``) is
+printed escaped (``\\xe9``), not a ``UnicodeEncodeError`` halfway through.
 """
 
 import argparse
+import contextlib
 import math
+import os
 import re
 import sys
-from typing import Callable, NoReturn, Optional, Sequence
+from typing import Callable, Iterator, NoReturn, Optional, Sequence
 
 __all__ = ["Parser", "UsageError", "run_parsed", "report_error", "plain", "description",
-           "positive_int", "nonneg_int", "fraction", "positive_float", "nonneg_float"]
+           "positive_int", "nonneg_int", "fraction", "positive_float", "nonneg_float",
+           "console", "CLOSED_PIPE_STATUS"]
+
+CLOSED_PIPE_STATUS = 1  # pip's status when its reader went away
+
+
+@contextlib.contextmanager
+def console() -> Iterator[None]:
+    """Where a command-line entry runs: unencodable characters escaped, a closed pipe quiet.
+
+    Sets ``errors='backslashreplace'`` on ``sys.stdout`` and ``sys.stderr`` (once: a stream
+    that already escapes is left alone). On ``BrokenPipeError`` (the reader of stdout went
+    away) it points stdout's file descriptor at ``os.devnull``, as the Python documentation
+    recommends, so that the interpreter's last flush does not fail again, and exits with
+    :data:`CLOSED_PIPE_STATUS` without a traceback. Output still buffered is flushed on the
+    way out, inside the guard, so the pipe breaks here rather than at interpreter exit.
+
+    Examples
+    --------
+    >>> with console():
+    ...     print("r\u00e9sum\u00e9")
+    résumé
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+    try:
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        raise SystemExit(CLOSED_PIPE_STATUS) from None
+
+
+def _stdout_to_devnull() -> None:
+    try:
+        fileno = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a file (a test's capture): nothing is flushed to a descriptor at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fileno)
+    os.close(devnull)
 
 
 class Parser(argparse.ArgumentParser):

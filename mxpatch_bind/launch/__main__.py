@@ -2,6 +2,9 @@
 
 import sys
 
+from .._cli_types import console
 from . import main
 
-sys.exit(main())
+with console():
+    status = main()
+sys.exit(status)
