@@ -18,10 +18,10 @@ from . import port as py2
 from .checks import CHECK, COMPAT_MODULE, INSTALL_EXTRA, OK, REWRITE
 from .fork import VENDORED_GROUP, VENDORED_MODULE
 from .fork import vendored_kind as _vendored_kind
-from .scanner import DELETE, IO_ERROR, PORT, Scan
+from .scanner import DELETE, IMPORTS, IO_ERROR, PORT, Scan
 
-__all__ = ["Finding", "scan", "apply", "summary", "vendored_kind", "add_arguments", "run",
-           "main"]
+__all__ = ["Finding", "scan", "apply", "check_imports", "summary", "vendored_kind",
+           "add_arguments", "run", "main"]
 
 REWRITTEN, DELETED, PORTED = "rewritten", "deleted", "ported"
 # What a finding asks for. Pending REWRITE / DELETE / PORT and every CHECK make the exit 1.
@@ -202,6 +202,10 @@ def _apply_to_file(root, entry, rel, chosen, result, done, preview):
             data = source.encode(new_text)
             if preview is not None:
                 preview(_diff(rel, source.text, new_text))
+                # what the write would do counts as done, so the deletions it allows are
+                # previewed too; the findings themselves stay pending
+                done.update((result[i].path, result[i].line) for i in chosen
+                            if _key(result[i]) in made)
                 return
             files.write_atomically(entry.path, data)
     except (files.FileProblem, edits.EditError, RecursionError, MemoryError,
@@ -253,8 +257,10 @@ def _edited(text, chosen, filename):
             keywords = kept
         made |= set(keywords)
     warnings = []
-    if any(f.edit[0] == "port" for f in chosen):
-        new, warnings = edits.port(new, filename)
+    ports = [f.edit for f in chosen if f.edit[0] == "port"]
+    if ports:
+        local = ports[0][2] if len(ports[0]) > 2 else ()
+        new, warnings = edits.port(new, filename, frozenset(local))
         made.add(("port",))
     return new, made, warnings
 
@@ -285,6 +291,27 @@ def _delete(root, result, done, preview):
                                          message=f"{finding.message}; {problem}")
             continue
         result[i] = finding._replace(action=DELETED)
+
+
+def check_imports(path: str | os.PathLike) -> list[Finding]:
+    """A ``'check'`` for each import under ``path`` that does not resolve as the repository
+    runs: not a module of the tree (its scripts' folders and the folders they put on
+    ``sys.path``), one of its extensions, the standard library or an installed package.
+
+    Files still Python 2 are left out (their imports are checked once ported).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from mxpatch_bind.migrate import check_imports
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (root / 'train.py').write_text("import os\\nfrom . import helpers\\n")
+    >>> [(f.line, f.action) for f in check_imports(root)]
+    [(2, 'check')]
+    """
+    root, entries = files.walk(Path(path))
+    return sorted(Scan(root, entries, Finding).import_findings(),
+                  key=lambda f: (f.path, f.line, f.message))
 
 
 def summary(findings: list[Finding]) -> str:
@@ -332,6 +359,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--to-python3", action="store_true",
                         help="port Python 2 files with the standard 2to3 fixers (needs "
                              "fissix) and report what they cannot do")
+    parser.add_argument("--check-imports", action="store_true",
+                        help="report only the imports that do not resolve as the repository "
+                             "runs (and the Python 2 files, checked once ported); every run "
+                             "checks them after its writes, and exits 0 only when all resolve")
     parser.add_argument("--diff", action="store_true",
                         help="print what --write / --to-python3 / --delete-vendored would "
                              "change, as a unified diff, and write nothing")
@@ -353,10 +384,14 @@ def run(args: argparse.Namespace) -> int:
     findings = scan(args.path, progress=progress)
     if progress is not None:
         progress.done()
+    if args.check_imports:
+        findings = [f for f in findings if f.edit == IMPORTS or f.action == PORT]
     preview = _print_diff if args.diff else None
     findings = apply(args.path, findings, write=args.write,
                      delete_vendored=args.delete_vendored, to_python3=args.to_python3,
                      preview=preview)
+    if preview is None and any(f.action in _DONE.values() for f in findings):
+        findings = [f for f in findings if f.edit != IMPORTS] + check_imports(args.path)
     findings.sort(key=lambda f: (f.path, f.line, f.action, f.message))
     for finding in findings:
         print(finding)

@@ -68,7 +68,7 @@ def walk(path: Path) -> tuple[Path, list[Entry]]:
     entries: list[Entry] = []
     unlisted: list[OSError] = []
     for directory, subdirs, names in os.walk(path, onerror=unlisted.append):
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+        subdirs[:] = sorted(d for d in subdirs if not skipped_dir(Path(directory), d))
         for name in sorted(names):
             if name.endswith(".py"):
                 entry = _entry(path, Path(directory) / name, root_real)
@@ -79,6 +79,14 @@ def walk(path: Path) -> tuple[Path, list[Entry]]:
         entries.append(Entry(rel, Path(error.filename), problem="cannot list directory: "
                                                                 f"{error.strerror or error}"))
     return path, entries
+
+
+def skipped_dir(parent: Path, name: str) -> bool:
+    """Whether the walk leaves out ``parent / name``: hidden folders (``.git``), build output,
+    and virtual environments (a folder holding ``pyvenv.cfg``, whatever its name: a Python 2
+    virtualenv inside the tree is not the repository's code)."""
+    return (name.startswith(".") or name in SKIPPED_DIRS
+            or (parent / name / "pyvenv.cfg").is_file())
 
 
 def _entry(root, path, root_real):

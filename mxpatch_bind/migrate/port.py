@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from pathlib import Path
 
 # Fixers that only change syntax Python 3 refuses and never add or remove a line: enough
 # for ast to read a Python 2 file, with every line number kept.
@@ -21,8 +20,10 @@ _SYNTAX_FIXERS = ("except", "exec", "ne", "numliterals", "print", "raise", "repr
 # fissix adds fix_sorted to lib2to3's set; the standard 2to3 run is lib2to3's set.
 # fix_next is left out on purpose: it renames a loader's ``def next(self)`` to
 # ``__next__``, and MXNet's own PrefetchingIter calls ``iters[i].next()`` on Python 3 too
-# (the rename would reach the base DataIter.next instead of the loader's).
-_NOT_STANDARD = ("sorted", "next")
+# (the rename would reach the base DataIter.next instead of the loader's). fix_import too: it
+# takes every folder holding an ``__init__.py`` for a package, so it made the scripts' own
+# imports relative; model.ImportModel decides instead, and edits.make_relative rewrites.
+_NOT_STANDARD = ("sorted", "next", "import")
 
 # Names and modules that exist only in Python 2: a file that parses as Python 3 but uses
 # them is still Python 2 code (NameError or ImportError at run time).
@@ -114,8 +115,8 @@ def analysis_text(text: str, filename: str) -> str:
 def port(text: str, filename: str, parses_as_python3: bool) -> tuple[str, list[tuple[int, str]]]:
     """``text`` ported by the standard 2to3 fixers, and the fixers' own warnings.
 
-    ``filename`` must be the file's real path: ``fix_import`` makes an implicit relative
-    import explicit only when the module beside it exists. A file that already parses as
+    Imports are left as they are (``edits.make_relative`` makes the implicit relative ones
+    explicit, by the import model). A file that already parses as
     Python 3 keeps its ``print(...)`` calls as calls (2to3 would print a tuple for
     ``print(a, b)``, the Python 2 meaning that such a file did not have in mind).
 
@@ -162,13 +163,11 @@ _TAB_INDENT = re.compile(r"^ *\t", re.M)
 _SPACE_INDENT = re.compile(r"^ +\S", re.M)
 
 
-def python2_markers(tree: ast.Module, directory: Path, source_dir_has_init: bool
-                    ) -> list[tuple[int, str]]:
+def python2_markers(tree: ast.Module) -> list[tuple[int, str]]:
     """``(line, what)`` for the Python 2-only names, methods and imports of a parsed file.
 
-    A name the file assigns itself (``xrange = range``) does not count; an implicit
-    relative import counts only inside a package (``__init__.py`` beside it), where 2to3
-    makes it explicit.
+    A name the file assigns itself (``xrange = range``) does not count. Implicit relative
+    imports are the import model's to find (``model.ImportModel.implicit_imports``).
     """
     assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
                 and isinstance(n.ctx, ast.Store)}
@@ -180,13 +179,13 @@ def python2_markers(tree: ast.Module, directory: Path, source_dir_has_init: bool
                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     markers = []
     for node in ast.walk(tree):
-        what = _marker(node, assigned, directory, source_dir_has_init)
+        what = _marker(node, assigned)
         if what:
             markers.append((getattr(node, "lineno", 1), what))
     return sorted(markers)
 
 
-def _marker(node, assigned, directory, in_package):
+def _marker(node, assigned):
     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
         if node.id in PY2_NAMES and node.id not in assigned:
             return node.id
@@ -198,16 +197,9 @@ def _marker(node, assigned, directory, in_package):
             if alias.name.split(".")[0] in PY2_MODULES:
                 return "import " + alias.name
     elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-        head = node.module.split(".")[0]
-        if head in PY2_MODULES:
+        if node.module.split(".")[0] in PY2_MODULES:
             return "from " + node.module + " import"
-        if in_package and _is_local(directory, head):
-            return f"implicit relative import 'from {node.module} import'"
     return None
-
-
-def _is_local(directory, name):
-    return (directory / (name + ".py")).is_file() or (directory / name / "__init__.py").is_file()
 
 
 def rewrite_imports(text: str, keys: set, target: str, filename: str) -> tuple[str, set]:

@@ -12,7 +12,7 @@ import ast
 import re
 from pathlib import PurePosixPath
 
-from . import fork, frozen
+from . import fork, frozen, imports
 from . import port as py2
 from .checks import (
     CHECK,
@@ -24,9 +24,11 @@ from .checks import (
     is_per_device_loader,
 )
 from .files import FileProblem, lenient_text, read
+from .model import ImportModel
 
 DELETE, PORT = "delete", "port"
 IO_ERROR = ("io-error",)  # the edit of a [check] that makes the exit status 2
+IMPORTS = ("imports",)  # the edit of an import check's [check]: redone after a write
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 # A last resort for a file that parses as neither Python 3 nor Python 2: its import lines.
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import\b"
@@ -77,6 +79,9 @@ class Scan:
             self._read(entry)
             if progress is not None:
                 progress(number, len(entries))
+        self.model = ImportModel(root, {rel: p.tree for rel, p in self.files.items()})
+        for rel, parsed in self.files.items():
+            self._implicit_imports(rel, parsed)
         self.copies = {}
         for rel, parsed in self.files.items():
             kind = fork.vendored_kind(parsed.tree)
@@ -111,8 +116,7 @@ class Scan:
         except SyntaxError as error:
             self._parse_python2(entry, source, error)
             return
-        markers = py2.python2_markers(tree, entry.path.parent,
-                                      (entry.path.parent / "__init__.py").is_file())
+        markers = py2.python2_markers(tree)
         python2 = None
         if markers:
             more = f" and {(len(markers) - 1)} more" if len(markers) > 1 else ""
@@ -138,9 +142,18 @@ class Scan:
             return
         self.files[entry.rel] = Parsed(entry, source, tree, view, (reason, error.lineno or 1))
 
+    def _implicit_imports(self, rel, parsed):
+        """A file that reads as Python 3 but relies on Python 2's implicit relative imports
+        (``import sibling`` in a package's ``__init__.py``) is Python 2 code too."""
+        found = self.model.implicit_imports(rel, parsed.tree)
+        if found and parsed.python2 is None:
+            line, what = found[0]
+            more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+            parsed.python2 = (f"implicit relative import '{what}' at line {line}{more}", line)
+
     # ----------------------------------------------------------------------- findings
     def add(self, rel, line, action, message, edit=None, needs=()):
-        if edit not in (None, IO_ERROR, ("delete",)) and rel in self.read_only:
+        if edit not in (None, IO_ERROR, IMPORTS, ("delete",)) and rel in self.read_only:
             action, message, edit = CHECK, f"{message}; but {self.read_only[rel]}", None
         self.out.append(self.finding(str(rel), line, action, message, edit, needs))
 
@@ -157,12 +170,28 @@ class Scan:
                 self._python2_findings(rel, parsed)
         self._frozen_findings()
         self._plan_deletions()
+        self.import_findings()
         return sorted(self.out, key=lambda f: (f.path, f.line, f.action, f.message))
+
+    def import_findings(self):
+        """A ``[check]`` for each import that does not resolve as the repository runs (the
+        files still Python 2 are checked once ported); returns them."""
+        start = len(self.out)
+        # an import --write points at mxpatch_bind.compat is the rewrite's to report
+        rewritten = {(f.path, f.line) for f in self.out if f.action == "rewrite"}
+        for rel, parsed in sorted(self.files.items()):
+            if parsed.python2 is not None or rel in self.copies:
+                continue  # a copy is deleted, or kept and reported as it is
+            for line, message in imports.unresolved(self.model, rel, parsed.tree):
+                if (str(rel), line) not in rewritten:
+                    self.add(rel, line, CHECK, message, edit=IMPORTS)
+        return self.out[start:]
 
     def _python2_findings(self, rel, parsed):
         reason, line = parsed.python2
         self.add(rel, line, PORT, f"Python 2 code ({reason}): --to-python3 ports it with the 2to3 "
-                                  "fixers", edit=("port", parsed.entry.path.name))
+                                  "fixers", edit=("port", parsed.entry.path.name,
+                                                  tuple(sorted(self.model.local_names(rel)))))
         divisions = sorted({n.lineno for n in ast.walk(parsed.tree) if isinstance(n, ast.BinOp)
                             and isinstance(n.op, ast.Div)})
         if divisions:
@@ -246,12 +275,18 @@ class Scan:
         found = []
         sources = [(rel, _tree_imports(p.tree)) for rel, p in self.files.items()]
         sources += [(rel, _text_imports(text)) for rel, text in self.unparsed.items()]
-        for rel, imports in sources:
-            for line, level, module in imports:
+        for rel, named in sources:
+            for line, level, module in named:
                 target = self.resolve(rel, module, level)
                 if target is not None and target != rel:
                     key = rewrites.get((str(rel), line))
                     found.append((rel, line, target, key))
+        for rel, parsed in self.files.items():
+            for line, name in imports.dynamic_imports(parsed.tree):
+                if name is None:  # computed: it may load any copy near it
+                    found += [(rel, f"{line} (an import_module / __import__ of a computed "
+                                    "name)", copy, None) for copy in self.copies
+                              if copy != rel and _near(rel, copy)]
         return found
 
     def _plan_deletions(self):
@@ -285,6 +320,13 @@ class Scan:
                                      f"it){_revision_words(copy)}", edit=("delete",), needs=needs)
 
 
+def _near(importer, copy):
+    """Whether a computed import in ``importer`` may reach ``copy``: the importer lies in the
+    folder that holds the copy's package (``rfcn/`` for ``rfcn/core/module.py``)."""
+    holder = PurePosixPath(copy).parent.parent
+    return holder == PurePosixPath(".") or holder in PurePosixPath(importer).parents
+
+
 def _revision_words(copy):
     if copy.revision.note:
         return f"; {copy.revision.note}"
@@ -297,14 +339,12 @@ def _lines(numbers):
 
 
 def _tree_imports(tree):
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            out.append((node.lineno, node.level, node.module or ""))
-            if not node.module:  # from . import module
-                out += [(node.lineno, node.level, a.name) for a in node.names]
-        elif isinstance(node, ast.Import):
-            out += [(node.lineno, 0, a.name) for a in node.names]
+    """(line, level, dotted module) for every module an import of ``tree`` may load:
+    ``from a import b [as c]`` names ``a`` and ``a.b``; ``importlib.import_module('a.b')``
+    and ``__import__('a.b')`` name ``a.b``."""
+    out = [(found.line, found.level, module) for found in imports.statements(tree)
+           for module in imports.modules_named(found)]
+    out += [(line, 0, name) for line, name in imports.dynamic_imports(tree) if name]
     return out
 
 

@@ -1,0 +1,157 @@
+"""Private to ``migrate``: every import of a file, and whether each resolves as the repo runs.
+
+"Done" means the tree imports: each ``import`` / ``from ... import`` of every file must find
+a module of the tree (by :class:`model.ImportModel`), one of its compiled extensions, the
+standard library or an installed package. What does not is a ``[check]`` at ``file:line``,
+and the exit status is 1 until none is left. An import inside ``try:`` with an ``except
+ImportError`` (or broader) is optional, as the code itself says, and is not checked.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .model import EXTENSION, ImportModel
+
+# The package to install for the import names the family uses whose distribution is named
+# otherwise (the others: pip install NAME).
+_DISTRIBUTIONS = {"cv2": "opencv-python", "yaml": "PyYAML", "PIL": "Pillow",
+                  "skimage": "scikit-image", "sklearn": "scikit-learn",
+                  "Cython": "Cython", "easydict": "easydict", "mxnet": "mxnet"}
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+_DYNAMIC = {"import_module", "__import__"}
+
+
+@dataclass(frozen=True)
+class Imported:
+    """One module an import statement names: ``from <level dots><module> import <names>``
+    (``names`` empty for ``import module``)."""
+
+    line: int
+    level: int
+    module: str
+    names: tuple = ()
+    optional: bool = False
+
+    def spelled(self) -> str:
+        dots = "." * self.level
+        if self.names or self.level:
+            return f"from {dots}{self.module} import {', '.join(self.names) or '...'}"
+        return f"import {self.module}"
+
+
+def statements(tree: ast.Module) -> list[Imported]:
+    """Every import statement of ``tree``, whether optional (in a ``try`` that catches
+    ImportError)."""
+    optional_nodes = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(_catches_import_error(h) for h in node.handlers):
+            optional_nodes |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    found = []
+    for node in ast.walk(tree):
+        optional = id(node) in optional_nodes
+        if isinstance(node, ast.Import):
+            found += [Imported(node.lineno, 0, a.name, (), optional) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append(Imported(node.lineno, node.level, node.module or "",
+                                  tuple(a.name for a in node.names), optional))
+    return sorted(found, key=lambda i: (i.line, i.module))
+
+
+def _catches_import_error(handler):
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and t.id in _IMPORT_ERRORS for t in types)
+
+
+def modules_named(imported: Imported) -> list[str]:
+    """The dotted modules an import may load: ``from a import b`` may load ``a`` and
+    ``a.b`` (``b`` a submodule), ``from . import b`` the sibling ``b``."""
+    if not imported.names:
+        return [imported.module]
+    named = [imported.module] if imported.module else []
+    prefix = imported.module + "." if imported.module else ""
+    return named + [prefix + name for name in imported.names if name != "*"]
+
+
+def dynamic_imports(tree: ast.Module) -> list[tuple[int, str | None]]:
+    """``(line, name)`` for each ``importlib.import_module(...)`` / ``__import__(...)``:
+    ``name`` the literal string, None where it is computed."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _callee(node.func) in _DYNAMIC and node.args:
+            first = node.args[0]
+            literal = first.value if isinstance(first, ast.Constant) \
+                and isinstance(first.value, str) else None
+            found.append((node.lineno, literal))
+    return found
+
+
+def _callee(func):
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def unresolved(model: ImportModel, rel, tree: ast.Module) -> list[tuple[int, str]]:
+    """``(line, message)`` for each import of ``rel`` that nothing provides.
+
+    Implicit relative imports of a module of a package count as resolved: the port makes
+    them explicit (the scan reports the file as Python 2 until then).
+    """
+    local = model.local_names(rel)
+    problems = []
+    for imported in statements(tree):
+        if imported.optional or imported.module == "mxpatch_bind.compat":
+            continue
+        if not imported.level and imported.module.split(".")[0] in local:
+            continue
+        problem = _problem(model, rel, imported)
+        if problem:
+            problems.append((imported.line, f"'{imported.spelled()}' does not resolve: {problem}"))
+    return problems
+
+
+def _problem(model, rel, imported):
+    if imported.level and model.package_of(rel) == "":
+        return ("a relative import in a top-level module (its folder is on sys.path when the "
+                "repository runs): Python 3 raises 'attempted relative import with no known "
+                "parent package'; import it absolutely")
+    target = model.resolve(rel, imported.module, imported.level)
+    if target is None:
+        top = imported.module.split(".")[0]
+        if imported.level:
+            return f"no module {'.' * imported.level}{imported.module} beside {rel}"
+        if model.resolve(rel, top, 0) is None:
+            install = _DISTRIBUTIONS.get(top, top)
+            return (f"{top!r} is not in the tree, the standard library or the installed "
+                    f"packages (pip install {install}?)")
+        return f"no module {imported.module!r} (its package {top!r} has no such module)"
+    if imported.level and imported.names and target.kind not in (EXTENSION,) \
+            and not imported.module and target.rel is not None:
+        missing = [name for name in imported.names
+                   if model.child(target.rel, name) is None and name != "*"
+                   and not _defines(model, target.rel, name)]
+        if missing:
+            return f"nothing named {', '.join(missing)} beside {rel}"
+    return None
+
+
+def _defines(model, package_rel, name):
+    """Whether the package's ``__init__.py`` binds ``name`` at its top level."""
+    tree = model.trees.get(package_rel / "__init__.py")
+    if tree is None:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == name:
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name.split(".")[0]) == name or a.name == "*" for a in node.names):
+            return True
+    return False
