@@ -14,7 +14,15 @@ too new for it) under ``--mxpatch-bind`` is a usage error (exit status 4) naming
     ``force=True`` to every install the plugin makes.
 ``mxpatch`` / ``mxpatch_session``
     Fixtures that install the patch for one test, or for the rest of the session, and yield
-    :func:`mxpatch_bind.status`.
+    :func:`mxpatch_bind.status`: a :class:`mxpatch_bind.PatchStatus`, the type to annotate
+    them with.
+``pytest --mxpatch-ignore-mxnet-deprecations`` (or ``mxpatch_ignore_mxnet_deprecations = true``
+in the ``[pytest]`` ini section)
+    Hide the deprecation warnings MXNet 1.x itself raises (``np.bool``, NEP 32's financial
+    functions, distutils' ``LooseVersion``: 11 at ``import mxnet`` with numpy 1.23), which
+    your code cannot fix: it adds the ``filterwarnings`` line
+    ``ignore::DeprecationWarning:mxnet.*``, so that those attributed to your own modules
+    still show.
 ``@pytest.mark.mxpatch_bind``
     Install the patch around a test's setup, call and teardown (importing MXNet first, as
     the fixtures do); on a class, around each of its tests.
@@ -29,7 +37,10 @@ A test module that binds per device only inside the tests that ask for it::
     import mxnet as mx
     import pytest
 
-    def test_bind_per_device(mxpatch):  # mxpatch is mxpatch_bind.status()
+    from mxpatch_bind import PatchStatus
+
+    def test_bind_per_device(mxpatch: PatchStatus) -> None:  # mxpatch_bind.status()
+        assert mxpatch.installed
         mod = mx.mod.Module(symbol, context=[mx.cpu(0), mx.cpu(1)])
         mod.bind([[('data', (2, 3, 32, 48))], [('data', (3, 3, 40, 24))]])
 
@@ -39,6 +50,12 @@ A test module that binds per device only inside the tests that ask for it::
             mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=32,
                                          context=[mx.cpu(0), mx.cpu(1)])
             mod.bind([[('data', (2, 3, 32, 32))], [('data', (1, 3, 32, 48))]])
+
+MXNet's own deprecation warnings hidden for a whole project (``pytest.ini``, or the
+``[tool:pytest]`` section of ``setup.cfg``)::
+
+    [pytest]
+    mxpatch_ignore_mxnet_deprecations = true
 
 The whole suite, patched, with the header saying so::
 
@@ -63,6 +80,8 @@ if TYPE_CHECKING:
 
 MARKER = "mxpatch_bind"
 MARKER_USAGE = "@pytest.mark.mxpatch_bind or @pytest.mark.mxpatch_bind(force=True)"
+# Where MXNet 1.x's own DeprecationWarnings are attributed (mxnet.numpy.utils, ...).
+MXNET_DEPRECATIONS = "ignore::DeprecationWarning:mxnet.*"
 
 # Whether pytest_configure installed the patch (so pytest_unconfigure owes one uninstall).
 _SESSION_INSTALLED = pytest.StashKey[bool]()
@@ -79,6 +98,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mxpatch-force", action="store_true", dest="mxpatch_force", default=False,
                     help="patch even an unsupported MXNet version (install(force=True)); "
                          "applies to --mxpatch-bind, the mxpatch fixtures and the marker.")
+    group.addoption("--mxpatch-ignore-mxnet-deprecations", action="store_true",
+                    dest="mxpatch_ignore_mxnet_deprecations", default=False,
+                    help="hide the DeprecationWarnings MXNet's own modules raise (filterwarnings "
+                         f"{MXNET_DEPRECATIONS!r}); ini: mxpatch_ignore_mxnet_deprecations.")
+    parser.addini("mxpatch_ignore_mxnet_deprecations", type="bool", default=False,
+                  help="as --mxpatch-ignore-mxnet-deprecations")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -87,6 +112,10 @@ def pytest_configure(config: pytest.Config) -> None:
                    "MXNet Module.bind/reshape) around this test, or each test of this class or "
                    "module.")
     config.stash[_SESSION_INSTALLED] = False
+    if (config.getoption("mxpatch_ignore_mxnet_deprecations")
+            or config.getini("mxpatch_ignore_mxnet_deprecations")):
+        # Read by pytest for collection and every test, after the user's own lines.
+        config.addinivalue_line("filterwarnings", MXNET_DEPRECATIONS)
     if not config.getoption("mxpatch_bind"):
         return
     # Import MXNet now rather than let install() wait for the import: a broken environment or

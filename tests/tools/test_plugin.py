@@ -200,7 +200,44 @@ def test_the_fixture_in_a_broken_environment_fails_the_test_with_the_fix(
 def test_the_options_have_their_own_group_and_prefix_in_help(pytester, run):
     result = run("--help", subprocess=False)  # installs nothing, so it may run in-process
     result.stdout.fnmatch_lines(["mxpatch_bind: per-device shapes for MXNet Module.bind:",
-                                 "*--mxpatch-bind*", "*--mxpatch-force*"])
+                                 "*--mxpatch-bind*", "*--mxpatch-force*",
+                                 "*--mxpatch-ignore-mxnet-deprecations*",
+                                 "*mxpatch_ignore_mxnet_deprecations (bool)*"])
+
+
+MXNET_AND_OWN_DEPRECATIONS = textwrap.dedent("""
+    import warnings
+    import mxnet  # MXNet 1.x raises its own DeprecationWarnings here
+
+    def test_own():
+        warnings.warn("the project's own deprecation", DeprecationWarning)
+""")
+
+
+def run_without_warning_filters(pytester, monkeypatch, *args):
+    """pytest in a subprocess with the plugin, and none of this suite's warning filters: the
+    first import of MXNet happens there, as in a user's project."""
+    monkeypatch.setenv("PYTHONPATH", REPO)
+    return pytester.runpytest_subprocess(*PLUGIN_ARGS, "-p", "no:cacheprovider", *args)
+
+
+@pytest.mark.parametrize("how", ["option", "ini"])
+def test_mxnets_own_deprecation_warnings_can_be_hidden_and_the_projects_still_show(
+        pytester, monkeypatch, how):
+    pytester.makepyfile(test_user=MXNET_AND_OWN_DEPRECATIONS)
+    shown = run_without_warning_filters(pytester, monkeypatch, "-rw")
+    if how == "ini":
+        pytester.makeini("[pytest]\nmxpatch_ignore_mxnet_deprecations = true\n")
+    hidden = run_without_warning_filters(
+        pytester, monkeypatch, "-rw", *(["--mxpatch-ignore-mxnet-deprecations"]
+                                        if how == "option" else []))
+
+    shown.assert_outcomes(passed=1, warnings=shown.parseoutcomes()["warnings"])
+    assert shown.parseoutcomes()["warnings"] > 1  # MXNet's own, then the project's
+    assert "site-packages/mxnet/" in shown.stdout.str()
+    hidden.assert_outcomes(passed=1, warnings=1)
+    hidden.stdout.fnmatch_lines(["*the project's own deprecation*"])
+    assert "mxnet/" not in hidden.stdout.str()
 
 
 def test_the_marker_is_registered(pytester, run):

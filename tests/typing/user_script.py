@@ -39,6 +39,9 @@ def train(symbol: object, images: List[object], labels: List[int]) -> Optional[s
     data = PerDeviceIter(images, labels, num_devices=2, batch_per_device=2, shuffle=True,
                          seed=0, group_window=8)
     data.reset()
+    by_size = PerDeviceIter(images, labels, num_devices=2, batch_size=4)
+    batches: int = len(by_size)
+    described: str = repr(by_size)
     prefetched = PerDevicePrefetchingIter(data)
     prefetched.reset()
     prefetched.close()
@@ -50,5 +53,10 @@ def train(symbol: object, images: List[object], labels: List[int]) -> Optional[s
     mxpatch_bind.uninstall(force=True)
     errors = (BatchError, DataSpecError, PatchError, SettingsError, ShapeSpecError,
               UnsupportedMXNetError)
-    del symbol, settings, installed, count, box, size, errors
+    del symbol, settings, installed, count, box, size, errors, batches, described
     return state.mxnet_version
+
+
+def check_bind_per_device(mxpatch: PatchStatus) -> None:
+    """A test in a user's suite, as docs/ci.rst shows it: the plugin's fixture annotated."""
+    assert mxpatch.installed and mxpatch.mxnet_version is not None
