@@ -13,7 +13,7 @@ it imports with, and ``.[test]``::
 The MXNet wheels are ``py2.py3-none`` (1.7 and later ``manylinux2014_x86_64``), so they install
 on any CPython 3; what limits the Python version is numpy: every MXNet 1.x uses aliases such
 as ``np.bool`` that numpy 1.24 removed, and numpy 1.23.2 is the first with wheels for
-Python 3.11. MXNet before 1.6 is outside ``mxpatch_bind._targets.SUPPORTED_VERSIONS``.
+Python 3.11. MXNet before 1.6 is outside ``mxpatch_bind.patching._targets.SUPPORTED_VERSIONS``.
 
 ``interpreters`` needs ``python3.9``, ``python3.10`` and ``python3.11`` on ``PATH`` (nox skips a
 missing one); ``.ci/run`` tests 3.11 only (docs/install.rst: supported Python versions).

@@ -29,13 +29,14 @@ from typing import Any, Literal, NamedTuple, Optional, Tuple
 
 import wrapt
 
-from . import _applying, _import_guard, _reloads
+from .. import _import_guard
+from .._mxnet_env import not_installed_fix
+from .._values import is_flag
+from ..errors import UnsupportedMXNetError
+from ..settings import current as current_settings
+from . import _applying, _reloads
 from ._applying import state as _state
-from ._mxnet_env import not_installed_fix
 from ._targets import TARGETS, current, full_name, imported_mxnet, qualified_name
-from ._values import is_flag
-from .errors import UnsupportedMXNetError
-from .settings import current as current_settings
 
 __all__ = ["install", "uninstall", "patched", "is_installed", "status", "PatchStatus",
            "describe_targets", "TargetInfo", "TARGETS"]

@@ -29,6 +29,7 @@ import warnings
 
 import wrapt
 
+from ..errors import PatchError, UnsupportedMXNetError
 from . import _reloads
 from ._chains import (
     Switch,
@@ -43,7 +44,6 @@ from ._chains import (
     take_out,
 )
 from ._targets import TARGETS, check_mxnet, current, full_name, imported_mxnet, owner
-from .errors import PatchError, UnsupportedMXNetError
 
 logger = logging.getLogger("mxpatch_bind.patching")  # one logger for the patch, as users filter it
 
@@ -106,7 +106,7 @@ def wrapper_function(target):
     """Our wrapper function for ``target``, importing its module (module/binding.py imports
     MXNet)."""
     module_name, _, name = target.wrapper.rpartition(".")
-    module = importlib.import_module("." + module_name, __package__)
+    module = importlib.import_module(".." + module_name, __package__)  # from mxpatch_bind
     return getattr(module, name)
 
 

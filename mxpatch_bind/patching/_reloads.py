@@ -39,7 +39,7 @@ _EXPORTS = (
     ("mxnet.module.module", "DataParallelExecutorGroup", "mxnet.module.executor_group"),
 )
 
-_PACKAGE = __name__.rpartition(".")[0]
+_PACKAGE = __name__.split(".")[0]  # mxpatch_bind: the core is mxpatch_bind.module
 
 
 def half_reloaded():

@@ -11,7 +11,7 @@ Fingerprints of a release that is not installed are computed from its wheel, wit
 importing it::
 
     pip download --no-deps mxnet==1.8.0.post0 -d /tmp/mx
-    python -m mxpatch_bind._upstream /tmp/mx/mxnet-1.8.0.post0-*.whl
+    python -m mxpatch_bind.patching._upstream /tmp/mx/mxnet-1.8.0.post0-*.whl
 """
 
 import argparse
@@ -32,7 +32,8 @@ UPSTREAM_LINE = re.compile(r"^\s*Upstream:\s*(?P<path>[\w.]+)\s*$", re.MULTILINE
 
 # Upstream function -> {mxnet.__version__: sha256 of its dedented inspect.getsource}.
 # mxnet.__version__ drops pip's post-release suffix: 1.7.0.post2 is "1.7.0".
-# Computed with ``python -m mxpatch_bind._upstream <wheel>`` for each release of the nox matrix.
+# Computed with ``python -m mxpatch_bind.patching._upstream <wheel>`` for each release of the
+# nox matrix.
 FINGERPRINTS = {
     "mxnet.executor.Executor.__init__": {
         "1.6.0": "af622bfd193ba2ad6e76791b5a31ddc25961a421ad95e822a17db77f06b26178",

@@ -21,7 +21,7 @@ DESIGN = REPO / "docs" / "design.rst"
 SHAPES = [(2, 3, 8, 8), (1, 3, 6, 10)]
 MAX_DEPTH = 2
 PACKAGE = "mxpatch_bind."
-_LEFT_OUT = ("mxpatch_bind._chains",)  # the switch every wrapper passes through
+_LEFT_OUT = ("mxpatch_bind.patching._chains",)  # the switch every wrapper passes through
 
 
 def _ours(frame):

@@ -24,7 +24,7 @@ import builtins, os, sys, threading, time, traceback
 import mxnet as mx
 import wrapt
 import mxpatch_bind
-from mxpatch_bind import _applying
+from mxpatch_bind.patching import _applying
 
 TARGETS = [(mx.mod.Module, 'bind'), (mx.mod.Module, 'reshape'), (mx.mod.BucketingModule, 'bind')]
 ORIGINALS = {(owner, name): vars(owner)[name] for owner, name in TARGETS}

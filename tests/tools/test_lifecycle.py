@@ -320,7 +320,7 @@ def test_numpy_bools_are_accepted_as_force():
     ("1.5.9", False), ("1.10.0", False), ("0.9.5", False), ("", False), ("nightly", False),
 ], ids=repr)
 def test_the_version_check_takes_exactly_1_6_to_1_9(monkeypatch, version, supported):
-    from mxpatch_bind import _targets
+    from mxpatch_bind.patching import _targets
     monkeypatch.setattr(mx, "__version__", version)
     expected = [] if supported else [
         "mxnet.__version__ is %r; supported: 1.6 to 1.9.x" % (version,)]
@@ -467,7 +467,7 @@ def test_a_pending_install_that_meets_an_unsupported_mxnet_is_cancelled_and_said
     out = _run_python("""
         import warnings
         import mxpatch_bind
-        from mxpatch_bind import _applying
+        from mxpatch_bind.patching import _applying
         _applying.check_mxnet = lambda mx: ["MXNet 0.0 is not supported"]
         mxpatch_bind.install()
         with warnings.catch_warnings(record=True) as caught:

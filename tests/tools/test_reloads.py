@@ -62,7 +62,7 @@ def test_a_reload_while_installed_patches_the_new_classes_without_another_instal
 def test_a_second_install_after_a_reload_patches_the_new_classes():
     assert _run("""
         mxpatch_bind.install()
-        mxpatch_bind._reloads.unwatch()  # a reload the finder does not see
+        mxpatch_bind.patching._reloads.unwatch()  # a reload the finder does not see
         reload_module_files()
         assert not mxpatch_bind.is_installed()
         assert 'was reloaded' in mxpatch_bind.status().foreign_wrappers[0]
@@ -90,7 +90,7 @@ def test_uninstall_after_a_reload_leaves_both_the_old_and_the_new_classes_as_mxn
 def test_uninstalling_to_zero_and_installing_again_after_a_reload_binds_per_device():
     assert _run("""
         mxpatch_bind.install()
-        mxpatch_bind._reloads.unwatch()
+        mxpatch_bind.patching._reloads.unwatch()
         reload_module_files()
         with warnings.catch_warnings():
             warnings.simplefilter('error')

@@ -322,7 +322,7 @@ def test_four_threads_churning_the_patch_while_two_bind_leave_nothing_patched(mo
     in 1.4-1.5 s on the 2-core CPU machine (the loop of this test run three times from a
     script, after install() cached its MXNet check; ``pytest tests/tools/test_torture.py -k churning``).
     """
-    from mxpatch_bind import _applying
+    from mxpatch_bind.patching import _applying
     applied = []
     apply = _applying.apply
     monkeypatch.setattr(_applying, "apply", lambda *args: (applied.append(1), apply(*args)))

@@ -15,7 +15,7 @@ import mxnet as mx
 import pytest
 
 import mxpatch_bind
-from mxpatch_bind import _upstream
+from mxpatch_bind.patching import _upstream
 from paths import REPO
 
 PACKAGE = pathlib.Path(mxpatch_bind.__file__).parent
@@ -66,8 +66,8 @@ def test_the_installed_mxnet_release_has_fingerprints():
     assert all(mx.__version__ in versions for versions in _upstream.FINGERPRINTS.values()), (
         "MXNet %s has no fingerprints (known: %s). Check every copy of MXNet code in "
         "mxpatch_bind (docstring lines 'Upstream: ...') against this release, then add its "
-        "fingerprints to mxpatch_bind/_upstream.py: pip download --no-deps mxnet==%s -d DIR "
-        "&& python -m mxpatch_bind._upstream DIR/mxnet-*.whl"
+        "fingerprints to mxpatch_bind/patching/_upstream.py: pip download --no-deps mxnet==%s -d DIR "
+        "&& python -m mxpatch_bind.patching._upstream DIR/mxnet-*.whl"
         % (mx.__version__, ", ".join(known), mx.__version__))
 
 
@@ -79,7 +79,7 @@ def test_the_copied_mxnet_function_is_unchanged_in_the_installed_release(path):
     assert actual == expected, (
         "%s in MXNet %s is not the version the copies were checked against (sha256 %s, "
         "expected %s). Re-check the copies against it: %s; then update its fingerprint in "
-        "mxpatch_bind/_upstream.py" % (path, mx.__version__, actual, expected,
+        "mxpatch_bind/patching/_upstream.py" % (path, mx.__version__, actual, expected,
                                        ", ".join(copies)))
 
 
@@ -87,7 +87,7 @@ def test_every_upstream_line_names_a_fingerprinted_function():
     unguarded = {path: where for path, where in upstream_lines().items()
                  if path not in _upstream.FINGERPRINTS}
     assert not unguarded, ("these 'Upstream:' lines name functions without fingerprints in "
-                           "mxpatch_bind/_upstream.py: %r" % (unguarded,))
+                           "mxpatch_bind/patching/_upstream.py: %r" % (unguarded,))
 
 
 def test_the_fingerprinted_functions_are_exactly_the_known_copies():
@@ -97,7 +97,7 @@ def test_the_fingerprinted_functions_are_exactly_the_known_copies():
 def test_every_fingerprinted_function_is_named_by_an_upstream_line():
     # A fingerprint nobody's copy names guards nothing: the copy was removed or renamed.
     unnamed = set(_upstream.FINGERPRINTS) - set(upstream_lines())
-    assert not unnamed, ("fingerprinted in mxpatch_bind/_upstream.py but named by no "
+    assert not unnamed, ("fingerprinted in mxpatch_bind/patching/_upstream.py but named by no "
                          "'Upstream:' line in the package: %r" % sorted(unnamed))
 
 
