@@ -319,6 +319,21 @@ def test_without_rescale_grad_the_drop_ins_keep_the_forks_one_over_devices(conte
     assert plain._optimizer.rescale_grad == 1.0
 
 
+def test_a_forced_init_optimizer_keeps_the_forks_one_over_devices(contexts):
+    mod = trained_mutable_module(contexts, steps=0)
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1},
+                       force_init=True)
+    assert mod._optimizer.rescale_grad == 1.0 / len(contexts)
+    assert mod._optimizer.lr == 0.1  # the forced init did replace the optimizer
+
+
+def test_an_init_optimizer_that_stock_skips_leaves_the_optimizer_as_it_was(contexts):
+    mod = trained_mutable_module(contexts, steps=0)
+    first = mod._optimizer
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.1})
+    assert mod._optimizer is first and first.rescale_grad == 1.0 / len(contexts)
+
+
 def test_preload_opt_states_is_loaded_by_init_optimizer(contexts, tmp_path):
     states = str(tmp_path / "run.states")
     trained_mutable_module(contexts).save_optimizer_states(states)
@@ -381,6 +396,21 @@ def test_fit_takes_the_forks_prefix_and_loads_the_state_file(contexts, tmp_path)
     mod.save_optimizer_states(saved)
     assert_same_states(saved, states)
     assert not list(tmp_path.glob("ignored*"))
+
+
+def test_fit_loads_the_state_file_into_an_optimizer_already_set_up(contexts, tmp_path):
+    states = str(tmp_path / "run.states")
+    trained_mutable_module(contexts).save_optimizer_states(states)
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=MAX_DATA)
+    mod.bind(PER_DEVICE_DATA, PER_DEVICE_LABEL)
+    mod.init_params()
+    mod.init_optimizer(optimizer_params={"learning_rate": 0.5, "momentum": 0.9})
+    mod.fit(OneBatch(), num_epoch=0, state=states,
+            optimizer_params={"learning_rate": 0.5, "momentum": 0.9})
+    saved = str(tmp_path / "again.states")
+    mod.save_optimizer_states(saved)
+    assert_same_states(saved, states)
 
 
 def test_fit_with_a_missing_state_file_fails_before_binding(contexts, tmp_path):

@@ -314,6 +314,35 @@ def test_a_dead_wrapper_still_under_the_decorator_stays_and_is_still_reported():
     assert_originals_restored(ORIGINALS)
 
 
+def test_with_two_decorators_stacked_the_refusal_names_the_one_directly_on_ours():
+    mxpatch_bind.install()
+    inner = _decorate_with_functools_wraps(mx.mod.Module, "bind")
+    outer = _decorate_with_functools_wraps(mx.mod.Module, "bind")
+    with pytest.raises(PatchError) as raised:
+        mxpatch_bind.uninstall()
+    assert "%x" % id(inner) in str(raised.value)
+    assert "%x" % id(outer) not in str(raised.value)
+    (entry,) = [e for e in mxpatch_bind.status().foreign_wrappers if "not a wrapt" in e]
+    assert "%x" % id(inner) in entry
+    mx.mod.Module.bind = inner.__wrapped__
+    mxpatch_bind.uninstall()
+    assert_originals_restored(ORIGINALS)
+
+
+def test_a_wrapt_wrapper_on_a_decorator_on_ours_is_refused_naming_the_decorator():
+    mxpatch_bind.install()
+    plain = _decorate_with_functools_wraps(mx.mod.Module, "bind")
+    theirs = wrapt.wrap_function_wrapper(mx.mod.Module, "bind", _counting_wrapper([]))
+    with pytest.raises(PatchError) as raised:
+        mxpatch_bind.uninstall()
+    assert "%x" % id(plain) in str(raised.value)
+    assert "%x" % id(theirs) not in str(raised.value)
+    assert mxpatch_bind.is_installed() and mxpatch_bind.status().refcount == 1
+    mx.mod.Module.bind = plain.__wrapped__
+    mxpatch_bind.uninstall()
+    assert_originals_restored(ORIGINALS)
+
+
 def test_a_non_wrapt_decorator_on_a_target_other_than_bind_is_refused_too():
     mxpatch_bind.install()
     plain = _decorate_with_functools_wraps(mx.mod.BucketingModule, "bind")
