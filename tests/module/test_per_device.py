@@ -147,6 +147,22 @@ def test_a_flat_batch_of_another_shape_moves_the_module_back_to_stock_form():
     np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), reference[0], rtol=1e-6)
 
 
+def test_a_flat_batch_whose_rows_add_up_but_whose_image_sizes_differ_goes_to_stock_form():
+    # Device 0's height and width fit the batch, device 1's do not: summing the batch axis
+    # alone would share the batch out by rows into an executor of another image size.
+    symbol = conv_net()
+    params = fixed_params(symbol, (1, 3, 20, 20))
+    mod = bound_module(symbol, [(1, 3, 20, 20), (3, 3, 16, 16)], params)
+    data, label = random_batch((4, 3, 20, 20), seed=7)
+    mod.forward(mx.io.DataBatch([data], [label]), is_train=False)
+    assert not mod._exec_group.per_device
+    stock = mx.mod.Module(symbol, context=device_contexts(2))
+    stock.bind([("data", (4, 3, 20, 20))], [("softmax_label", (4,))], for_training=False)
+    stock.set_params(*params)
+    stock.forward(mx.io.DataBatch([data], [label]), is_train=False)
+    assert np.array_equal(mod.get_outputs()[0].asnumpy(), stock.get_outputs()[0].asnumpy())
+
+
 def test_reshape_moves_a_module_between_stock_and_per_device_form():
     symbol = conv_net()
     params = fixed_params(symbol, (4, 3, 16, 16))

@@ -263,6 +263,18 @@ def test_an_unlabelled_batch_of_new_sizes_on_a_module_bound_with_labels_runs():
         assert np.array_equal(out.asnumpy(), labelled_symbol_reference(arrays[0]))
 
 
+def test_a_short_batchs_metric_with_labels_for_every_context_is_refused_and_counts_nothing():
+    mod = module(2, for_training=True)
+    short = loader_batch([(1, 3, 5, 5)], seed=4, labels=True)
+    mod.forward(short, is_train=False)
+    both = loader_batch([(1, 3, 5, 5), (2, 3, 5, 5)], seed=4, labels=True)
+    metric = mx.metric.Accuracy()
+    with pytest.raises(ValueError, match="update_metric got labels for 2 devices but the last "
+                                         "batch ran on 1"):
+        mod.update_metric(metric, both.label)
+    assert metric.num_inst == 0
+
+
 def test_a_short_batchs_metric_from_merged_labels_is_refused_naming_the_form():
     mod = module(3, for_training=True)
     short = loader_batch([(2, 3, 6, 6), (3, 3, 5, 5)], seed=7, labels=True)
