@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 import mxnet as mx
 import numpy as np
@@ -276,6 +277,27 @@ def test_a_worker_killed_by_sigsegv_is_named_and_its_crash_report_stays_in_a_chi
 
     assert (child.returncode, child.stdout.splitlines()[-1:]) == (0, ["checked"]), child.stderr
     assert "Fatal Python error: Segmentation fault" in child.stderr
+
+
+def _loader_that_lost_a_worker(workers):
+    """A BatchLoader's state after a batch's shared memory could not be fetched: ``workers``
+    (as the pool left them), no sender known from the batch."""
+    loader = types.SimpleNamespace(_pending=None, _workers=workers, _position=4, _sampler=None)
+    loader._samples = lambda: []
+    loader._worker_error = lambda worker: batch_loader.BatchLoader._worker_error(loader, worker)
+    return loader
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 0, 2)])
+def test_the_worker_that_died_of_itself_is_blamed_not_those_the_pool_terminated(order):
+    terminated = [types.SimpleNamespace(pid=101, exitcode=-signal.SIGTERM),
+                  types.SimpleNamespace(pid=102, exitcode=3),
+                  types.SimpleNamespace(pid=103, exitcode=0)]
+    loader = _loader_that_lost_a_worker([terminated[i] for i in order])
+    error = batch_loader.BatchLoader._lost_worker(loader, ConnectionResetError("reset"))
+    assert isinstance(error, WorkerExitedError)
+    assert (error.pid, error.exitcode) == (102, 3)
+    assert str(error).startswith("DataLoader worker 102 exited with code 3 while loading batch 4")
 
 
 def test_reset_after_a_dead_worker_loads_a_full_epoch_on_new_workers():
