@@ -11,7 +11,7 @@ Exit status 1 if either run fails to learn; 2 for a bad option.
 """
 
 import argparse
-import logging
+import importlib
 import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence
@@ -25,6 +25,7 @@ from ._cli_types import (
     positive_int,
     run_parsed,
 )
+from ._demo_progress import Progress
 from ._nets import conv_classifier
 
 CLASSES = 3
@@ -107,8 +108,13 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return args
 
 
+# The optional extras the options need: option -> (module, the setup.cfg extra).
+EXTRAS = {"--plot": ("matplotlib", "plot"), "--progress tqdm": ("tqdm", "progress")}
+
+
 def check(args: argparse.Namespace) -> None:
-    """Raise :class:`~mxpatch_bind._cli_types.UsageError` unless ``args`` hold one batch.
+    """Raise :class:`~mxpatch_bind._cli_types.UsageError` unless ``args`` hold one batch and
+    the extras the options ask for are installed (before any work, naming the fix).
 
     Examples
     --------
@@ -118,6 +124,14 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError(f"--samples {args.samples} is less than one batch of "
                          f"{args.devices * args.per_device} images (--devices {args.devices} x "
                          f"--per-device {args.per_device})")
+    asked = {"--plot": args.plot, "--progress tqdm": args.progress == "tqdm"}
+    for option, (module, extra) in EXTRAS.items():
+        try:
+            if asked[option]:
+                importlib.import_module(module)  # not find_spec: a broken install fails too
+        except ImportError as error:
+            raise UsageError(f"{option} needs {module} ({error}): pip install \".[{extra}]\" in "
+                             "the mxpatch_bind checkout") from None
 
 
 def _sizes(text: str) -> tuple:
@@ -209,77 +223,6 @@ class PerDeviceBatches:
 
 
 # --------------------------------------------------------------------------- training
-class Progress:
-    """A run's progress on stderr: a tqdm bar when available, else MXNet's Speedometer.
-
-    The rate shown is the run's own: images trained over the seconds this run has trained,
-    the very figure the final table prints. Epochs of the two runs alternate, so a bar's
-    wall-clock rate (tqdm's own) would count the other run's time too.
-    """
-
-    def __init__(self, kind: str, title: str, total_images: int, batch_size: int,
-                 position: int = 0) -> None:
-        self.kind, self.title = _progress_kind(kind), title
-        if self.kind == "tqdm":
-            from tqdm import tqdm
-            self.bar = tqdm(total=total_images, desc=f"{title!s:<14}", unit="img",
-                            file=sys.stderr, position=position, leave=True,
-                            dynamic_ncols=True,
-                            bar_format="{desc} {percentage:3.0f}%|{bar}| "
-                                       "{n_fmt}/{total_fmt} img{postfix}")
-        elif self.kind == "speedometer":
-            import mxnet as mx
-            if not logging.getLogger().handlers:
-                logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                                    format="%(message)s")
-            logging.getLogger().setLevel(logging.INFO)
-            self.speedometer = mx.callback.Speedometer(batch_size, frequent=20)
-
-    def update(self, epoch: int, nbatch: int, metric: Any, images: int,
-               samples_per_s: float) -> None:
-        """After a batch of ``images``; ``samples_per_s`` on the run's own clock."""
-        if self.kind == "tqdm":
-            self.bar.update(images)
-            self.bar.set_postfix_str(self._postfix(epoch, metric, samples_per_s),
-                                     refresh=False)
-        elif self.kind == "speedometer":
-            import mxnet as mx
-            if nbatch == 0:
-                logging.info("%s, epoch %d", self.title, epoch)
-            self.speedometer(mx.model.BatchEndParam(epoch, nbatch, metric, None))
-
-    def end_epoch(self, epoch: int, metric: Any, samples_per_s: float) -> None:
-        """After an epoch: the rate so far, as the table will count it."""
-        if self.kind == "tqdm":
-            self.bar.set_postfix_str(self._postfix(epoch, metric, samples_per_s))
-        elif self.kind == "speedometer":
-            logging.info("%s, epoch %d: %.1f samples/s so far", self.title, epoch,
-                         samples_per_s)
-
-    def close(self) -> None:
-        if self.kind == "tqdm":
-            self.bar.close()
-
-    @staticmethod
-    def _postfix(epoch: int, metric: Any, samples_per_s: float) -> str:
-        name, value = metric.get()
-        return f"{samples_per_s:.1f} img/s, epoch {epoch} {name} {value:.3f}"
-
-
-def _progress_kind(kind: str) -> str:
-    """``auto``: a tqdm bar on a terminal, else Speedometer's plain log lines (a file or a
-    pipe gets no carriage returns and escape sequences)."""
-    if kind != "auto":
-        return kind
-    if not sys.stderr.isatty():
-        return "speedometer"
-    try:
-        import tqdm as _  # noqa: F401  (an optional extra: is it installed?)
-    except ImportError:
-        return "speedometer"
-    return "tqdm"
-
-
 class Run:
     """One training run: a module, its batches, and the time it has trained so far."""
 
@@ -391,7 +334,12 @@ def speed_up(results: List[Dict[str, Any]]) -> float:
 def settings(args: argparse.Namespace) -> str:
     """The settings a figure depends on, in words."""
     return (f"{args.devices} devices, {args.per_device} images each, sizes {args.sizes[0]}-"
-            f"{args.sizes[1]} px, {args.epochs} epochs, grouping window {args.group_window}")
+            f"{args.sizes[1]} px, {_count(args.epochs, 'epoch')}, grouping window "
+            f"{args.group_window}")
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> bool:
@@ -493,6 +441,10 @@ def run(args: argparse.Namespace) -> int:
     0
     """
     check(args)
+    print(f"Training a small CNN on {args.samples} images of {args.sizes[0]}-{args.sizes[1]} px "
+          f"for {_count(args.epochs, 'epoch')} on {_count(args.devices, 'CPU context')}, twice "
+          "from the same start: stock (every batch padded to its largest image), then per "
+          "device (PerDeviceIter: each device padded to its own images).", flush=True)
     from ._mxnet_env import import_mxnet, quiet_subgraph_log
     quiet_subgraph_log()  # its lines would break the progress bars
     import_mxnet()
@@ -501,6 +453,9 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         plot(results, args, args.plot)
         print(f"chart: {args.plot}")
+    print("Next: docs/quickstart.rst, whose complete script (python examples/quickstart.py) "
+          "trains per device in a few seconds; python -m mxpatch_bind doctor checks this "
+          "machine; README.md, 'Migrating from the Deformable-ConvNets fork'.")
     return 0 if learned else 1
 
 
