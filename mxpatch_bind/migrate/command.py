@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from .._cli_types import Parser, UsageError, run_parsed
-from . import edits, files
+from . import edits, files, traps
 from . import port as py2
 from .checks import CHECK, COMPAT_MODULE, INSTALL_EXTRA, OK, REWRITE
 from .fork import VENDORED_GROUP, VENDORED_MODULE
@@ -261,7 +261,11 @@ def _edited(text, chosen, filename):
     if ports:
         local = ports[0][2] if len(ports[0]) > 2 else ()
         new, warnings = edits.port(new, filename, frozenset(local))
+        new = traps.fix(new, python2_division=True)[0]
         made.add(("port",))
+    for edit in {f.edit for f in chosen if f.edit[0] == "traps"}:
+        new = traps.fix(new, python2_division=edit[1])[0]
+        made.add(edit)
     return new, made, warnings
 
 

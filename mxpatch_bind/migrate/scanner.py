@@ -12,7 +12,7 @@ import ast
 import re
 from pathlib import PurePosixPath
 
-from . import fork, frozen, imports
+from . import fork, frozen, imports, traps
 from . import port as py2
 from .checks import (
     CHECK,
@@ -168,6 +168,12 @@ class Scan:
                                         "hand")
             if parsed.python2 is not None:
                 self._python2_findings(rel, parsed)
+            else:
+                self._trap_findings(rel, parsed)
+            for line in traps.marked_lines(parsed.source.text):
+                self.add(rel, line, CHECK, "'/' from Python 2: an integer there, a float on "
+                                           "Python 3; write '//' where an integer was meant, "
+                                           f"then delete the marker {traps.MARKER!r}")
         self._frozen_findings()
         self._plan_deletions()
         self.import_findings()
@@ -187,18 +193,45 @@ class Scan:
                     self.add(rel, line, CHECK, message, edit=IMPORTS)
         return self.out[start:]
 
+    @property
+    def python2_code_base(self):
+        """Whether the tree is Python 2 code (then every file's ``/`` had Python 2's meaning,
+        also in files that parse as Python 3)."""
+        return any(p.python2 is not None for p in self.files.values())
+
+    def _trap_findings(self, rel, parsed):
+        """The Python 3 traps of a file that needs no port: --to-python3 fixes them."""
+        tree, found = parsed.tree, []
+        division = self.python2_code_base and not traps.has_future_division(tree)
+        if division:
+            lines = sorted(set(traps.divisions(tree)) | set(traps.int_divisions(tree)))
+            found += [f"'/' at line{'s' if len(lines) > 1 else ''} {_lines(lines)} (Python 2 "
+                      "divided integers to an integer)"] if lines else []
+        yaml_lines = traps.yaml_loads(tree)
+        found += [f"yaml.load without a Loader at line {_lines(yaml_lines)} (PyYAML 6 requires "
+                  "one)"] if yaml_lines else []
+        pickled = traps.pickled_op_arguments(tree)
+        found += [f"pickle through mx.sym.Custom's keywords at line {_lines(pickled)} (bytes "
+                  "reach the op as \"b'...'\")"] if pickled else []
+        if found:
+            first = min(traps.divisions(tree) + traps.int_divisions(tree) if division else [],
+                        default=None)
+            line = min(x for x in (first, *yaml_lines, *pickled) if x is not None)
+            self.add(rel, line, PORT, f"Python 3 traps: {'; '.join(found)}: --to-python3 fixes "
+                                      "them", edit=("traps", division))
+
     def _python2_findings(self, rel, parsed):
         reason, line = parsed.python2
         self.add(rel, line, PORT, f"Python 2 code ({reason}): --to-python3 ports it with the 2to3 "
                                   "fixers", edit=("port", parsed.entry.path.name,
                                                   tuple(sorted(self.model.local_names(rel)))))
-        divisions = sorted({n.lineno for n in ast.walk(parsed.tree) if isinstance(n, ast.BinOp)
-                            and isinstance(n.op, ast.Div)})
+        divisions = traps.divisions(parsed.tree)
         if divisions:
             self.add(rel, divisions[0], CHECK, f'\'/\' at line{"s" if len(divisions) > 1 else ""} '
-                                               f'{_lines(divisions)}: 2to3 leaves it, and on '
-                                               'Python 3 it divides integers to a float; use '
-                                               '\'//\' where an integer was meant')
+                                               f'{_lines(divisions)}: on Python 3 it divides '
+                                               'integers to a float; the port marks each '
+                                               f'({traps.MARKER}) until a person writes \'//\' '
+                                               'where an integer was meant and deletes the marker')
         nexts = sorted({n.lineno for n in ast.walk(parsed.tree) if isinstance(n, ast.Call)
                         and isinstance(n.func, ast.Attribute) and n.func.attr == "next"
                         and not n.args})

@@ -1,0 +1,320 @@
+"""Private to ``migrate``: the family's Python 3 traps that 2to3 leaves, fixed in the text.
+
+- ``yaml.load(f)``: PyYAML 6 requires a Loader; it gets ``Loader=yaml.SafeLoader`` (the
+  family's configs are plain data; a Python tag now fails loudly instead of running code).
+- ``cfg=pickle.dumps(cfg)`` handed to an op through ``mx.sym.Custom``'s keywords: on Python 3
+  the bytes reach the op as the string ``"b'...'"`` (MXNet passes keywords as C strings, so
+  the pickle's NUL bytes could not pass either). The symbol side becomes
+  ``base64.b64encode(pickle.dumps(cfg)).decode('ascii')``, the op side (``pickle.loads`` of an
+  argument of a ``CustomOpProp``'s ``__init__``) ``pickle.loads(base64.b64decode(cfg))``.
+- ``/``: Python 2 divided integers to an integer. Where both operands are integers by their
+  form (``len(...)``, ``int(...)``, ``x.shape[i]``, integer literals, and arithmetic of those)
+  it becomes ``//``, which is what Python 2 computed; where an operand is a float by its form
+  it stays. Every other ``/`` gets the marker :data:`MARKER` at the end of its line, and every
+  report lists each marked line until a person decides (``//`` where an integer was meant)
+  and deletes the marker.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+
+MARKER = "# migrate: check '/'"
+_INT_CALLS = {"len", "int"}
+_FLOAT_CALLS = {"float"}
+# Calls that return a float on Python 2 (math.floor and math.ceil too, there).
+_FLOAT_METHODS = {("time", "time"), ("time", "clock"), ("time", "perf_counter")} | {
+    ("math", name) for name in ("sqrt", "exp", "log", "pow", "floor", "ceil", "sin", "cos")}
+
+
+# ---------------------------------------------------------------------- reading
+def marked_lines(text: str) -> list[int]:
+    """The lines that carry :data:`MARKER` (comments only, not strings)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return []
+    return sorted({t.start[0] for t in tokens
+                   if t.type == tokenize.COMMENT and MARKER in t.string})
+
+
+def int_divisions(tree: ast.Module) -> list[int]:
+    """Lines of the ``/`` whose operands are both integers by their form (``//`` for them)."""
+    if has_future_division(tree):
+        return []
+    return sorted({n.lineno for n in ast.walk(tree) if isinstance(n, ast.BinOp)
+                   and isinstance(n.op, ast.Div) and _is_int(n.left) and _is_int(n.right)})
+
+
+def has_future_division(tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
+               and any(a.name == "division" for a in n.names) for n in tree.body)
+
+
+def divisions(tree: ast.Module) -> list[int]:
+    """Lines of the ``/`` and ``/=`` whose Python 2 meaning depended on the operands (the
+    ones :func:`fix` marks; it writes ``//`` where both are integers by their form)."""
+    if has_future_division(tree):
+        return []
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            if not (_is_float(node.left) or _is_float(node.right)
+                    or (_is_int(node.left) and _is_int(node.right))):
+                lines.add(node.lineno)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Div):
+            if not _is_float(node.value):
+                lines.add(node.lineno)
+    return sorted(lines)
+
+
+def yaml_loads(tree: ast.Module) -> list[int]:
+    """Lines of ``yaml.load(...)`` calls without a Loader."""
+    names = _module_names(tree, "yaml")
+    return sorted(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+                  and _is_attr_call(n, names, "load") and len(n.args) < 2
+                  and not any(k.arg == "Loader" for k in n.keywords))
+
+
+def pickled_op_arguments(tree: ast.Module) -> list[int]:
+    """Lines of ``pickle.dumps(...)`` passed as an ``mx.sym.Custom`` keyword, and of
+    ``pickle.loads(arg)`` of a ``CustomOpProp.__init__`` argument, not yet base64."""
+    names = _module_names(tree, "pickle") | _module_names(tree, "cPickle")
+    lines = [value.lineno for value in _custom_keyword_values(tree)
+             if isinstance(value, ast.Call) and _is_attr_call(value, names, "dumps")]
+    lines += [call.lineno for call in _op_loads(tree, names)
+              if isinstance(call.args[0], ast.Name)]
+    return sorted(lines)
+
+
+def _module_names(tree, module):
+    """The names a file binds to ``module`` (``import yaml``, ``import pickle as cPickle``)."""
+    return {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import)
+            for a in n.names if a.name == module}
+
+
+def _is_attr_call(call, names, attr):
+    return (isinstance(call.func, ast.Attribute) and call.func.attr == attr
+            and isinstance(call.func.value, ast.Name) and call.func.value.id in names)
+
+
+def _custom_keyword_values(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "Custom":
+            yield from (k.value for k in node.keywords if k.arg is not None)
+
+
+def _op_loads(tree, names):
+    for cls in ast.walk(tree):
+        if isinstance(cls, ast.ClassDef) and any(_base_name(b).endswith("CustomOpProp")
+                                                 for b in cls.bases):
+            for fn in cls.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name == "__init__":
+                    params = {a.arg for a in fn.args.args}
+                    yield from (n for n in ast.walk(fn) if isinstance(n, ast.Call)
+                                and _is_attr_call(n, names, "loads") and len(n.args) == 1
+                                and isinstance(n.args[0], ast.Name)
+                                and n.args[0].id in params)
+
+
+def _base_name(node):
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def _is_int(node) -> bool:
+    """Whether ``node`` is an integer by its form alone."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id in _INT_CALLS
+    if isinstance(node, ast.Subscript):  # x.shape[i]
+        return isinstance(node.value, ast.Attribute) and node.value.attr == "shape" \
+            and not isinstance(node.slice, ast.Slice)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult,
+                                                            ast.FloorDiv, ast.Mod)):
+        return _is_int(node.left) and _is_int(node.right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _is_int(node.operand)
+    return False
+
+
+def _is_float(node) -> bool:
+    """Whether ``node`` is a float by its form alone (then ``/`` divided truly on Python 2)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, float)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id in _FLOAT_CALLS
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and isinstance(node.func.value, ast.Name):
+        return (node.func.value.id, node.func.attr) in _FLOAT_METHODS
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+        return _is_float(node.left) or _is_float(node.right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _is_float(node.operand)
+    return False
+
+
+# ---------------------------------------------------------------------- fixing
+def fix(text: str, python2_division: bool) -> tuple[str, list[int]]:
+    """``text`` (Python 3) with its traps fixed; returns it and the lines marked for ``/``.
+
+    ``python2_division``: whether the file's ``/`` had Python 2's meaning (it comes from a
+    Python 2 code base and has no ``from __future__ import division``).
+    """
+    tree = ast.parse(text)
+    edits = []  # (line, column, old, new): replacements in the text
+    lines = text.splitlines(True)
+    offsets = _offsets(lines)
+    unproven = set()
+    if python2_division and not has_future_division(tree):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) \
+                    and not (_is_float(node.left) or _is_float(node.right)):
+                position = _operator(text, offsets, node.left, node.right)
+                if _is_int(node.left) and _is_int(node.right) and position:
+                    edits.append((position, "/", "//"))
+                else:
+                    unproven.add(position[0] if position else node.lineno)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Div) \
+                    and not _is_float(node.value):
+                unproven.add(node.lineno)
+    edits += _yaml_edits(tree, text, offsets)
+    needs_base64 = False
+    for call in _pickle_calls(tree):
+        edits += _wrap(call, text, offsets)
+        needs_base64 = True
+    new = _replace(text, offsets, edits)
+    if needs_base64 and "base64" not in _module_names(ast.parse(new), "base64"):
+        new = _add_import(new, "import base64")
+    if unproven:
+        shift = 1 if needs_base64 and "base64" not in _module_names(tree, "base64") else 0
+        new, marked = _mark(new, {line + shift for line in unproven})
+        return new, marked
+    return new, []
+
+
+def _offsets(lines):
+    starts, total = [], 0
+    for line in lines:
+        starts.append(total)
+        total += len(line)
+    return starts
+
+
+def _absolute(offsets, line, column_bytes, text):
+    """The text offset of an ast position (its column counts UTF-8 bytes)."""
+    start = offsets[line - 1]
+    line_text = text[start:].split("\n", 1)[0]
+    return start + len(line_text.encode("utf-8")[:column_bytes].decode("utf-8", "replace"))
+
+
+def _operator(text, offsets, left, right):
+    """``((line, column), offset)`` of the ``/`` between two operands, found by tokens."""
+    begin = _absolute(offsets, left.end_lineno, left.end_col_offset, text)
+    end = _absolute(offsets, right.lineno, right.col_offset, text)
+    between = text[begin:end]  # closing and opening brackets, blanks, comments, the '/'
+    index, in_comment = None, False
+    for i, char in enumerate(between):
+        if char == "#":
+            in_comment = True
+        elif char == "\n":
+            in_comment = False
+        elif char == "/" and not in_comment:
+            index = i
+            break
+    if index is None:
+        return None
+    offset = begin + index
+    line = text.count("\n", 0, offset) + 1
+    return (line, offset)
+
+
+def _yaml_edits(tree, text, offsets):
+    names = _module_names(tree, "yaml")
+    edits = []
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and _is_attr_call(call, names, "load") \
+                and len(call.args) == 1 and not any(k.arg == "Loader" for k in call.keywords):
+            end = _absolute(offsets, call.end_lineno, call.end_col_offset, text) - 1  # ')'
+            inside = text[:end].rstrip()
+            comma = "" if inside.endswith(",") else ","
+            loader = f"{comma} Loader={call.func.value.id}.SafeLoader"
+            edits.append(((call.end_lineno, len(inside)), "", loader))
+    return edits
+
+
+def _pickle_calls(tree):
+    names = _module_names(tree, "pickle") | _module_names(tree, "cPickle")
+    calls = [("dumps", v) for v in _custom_keyword_values(tree) if isinstance(v, ast.Call)
+             and _is_attr_call(v, names, "dumps")]
+    calls += [("loads", c) for c in _op_loads(tree, names)]
+    return calls
+
+
+def _wrap(kind_call, text, offsets):
+    kind, call = kind_call
+    if kind == "dumps":  # base64.b64encode(<call>).decode('ascii')
+        start = _absolute(offsets, call.lineno, call.col_offset, text)
+        end = _absolute(offsets, call.end_lineno, call.end_col_offset, text)
+        return [((call.lineno, start), "", "base64.b64encode("),
+                ((call.end_lineno, end), "", ").decode('ascii')")]
+    argument = call.args[0]  # pickle.loads(base64.b64decode(<arg>))
+    start = _absolute(offsets, argument.lineno, argument.col_offset, text)
+    end = _absolute(offsets, argument.end_lineno, argument.end_col_offset, text)
+    return [((argument.lineno, start), "", "base64.b64decode("), ((argument.lineno, end), "", ")")]
+
+
+def _replace(text, offsets, edits):
+    """Apply ``((line, offset), old, new)`` edits from the last offset back."""
+    for (_line, offset), old, new in sorted(edits, key=lambda e: e[0][1], reverse=True):
+        if old and text[offset:offset + len(old)] != old:
+            continue  # not where it was read: leave it (the report still lists it)
+        text = text[:offset] + new + text[offset + len(old):]
+    return text
+
+
+def _add_import(text, statement):
+    """``statement`` just above the module's first import (below a licence header of
+    comments, the docstring and the ``__future__`` imports)."""
+    tree = ast.parse(text)
+    at = 0
+    for node in tree.body:
+        if _is_plain_import(node):
+            at = node.lineno - 1
+            break
+        if not isinstance(node, (ast.Expr, ast.ImportFrom)):  # code before any import
+            break
+        at = node.end_lineno
+    lines = text.splitlines(True)
+    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    lines.insert(at, statement + newline)
+    return "".join(lines)
+
+
+def _is_plain_import(node):
+    return isinstance(node, ast.Import) or (isinstance(node, ast.ImportFrom)
+                                            and node.module != "__future__")
+
+
+def _mark(text, lines_to_mark):
+    """Add :data:`MARKER` at the end of each line, where the line ends outside a string."""
+    tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    ends = {t.start[0]: t for t in tokens if t.type in (tokenize.NEWLINE, tokenize.NL)}
+    lines = text.splitlines(True)
+    marked = []
+    for number in sorted(lines_to_mark):
+        token = ends.get(number)
+        if token is None or number > len(lines) or MARKER in lines[number - 1]:
+            continue
+        line = lines[number - 1]
+        body = line.rstrip("\r\n")
+        lines[number - 1] = f"{body}  {MARKER}{line[len(body):]}"
+        marked.append(number)
+    return "".join(lines), marked

@@ -1,0 +1,219 @@
+"""The family's Python 3 traps, fixed by ``migrate --to-python3`` and proven by running the
+ported code: ``/`` that fed an integer parameter, ``yaml.load`` without a Loader, and a config
+pickled through ``mx.sym.Custom``'s keywords to a custom operator.
+
+The fixture trees are written here in the family's Python 2 style (``print`` statements,
+``cPickle``), each reproducing one trap.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from mxpatch_bind.migrate import traps
+from test_migrate import run_migrate, snapshot
+from test_migrate_imports import write_tree
+
+pytest.importorskip("fissix")
+pytest.importorskip("libcst")
+
+
+def fixed(source, python2_division=True):
+    return traps.fix(textwrap.dedent(source), python2_division)
+
+
+# --------------------------------------------------------------------------- division
+@pytest.mark.parametrize("source, expected", [
+    ("r = bias.shape[0] / means.shape[0]\n", "r = bias.shape[0] // means.shape[0]\n"),
+    ("h = (len(rois) + 1) / 2\n", "h = (len(rois) + 1) // 2\n"),
+    ("h = -int(a) / (3 * 2)\n", "h = -int(a) // (3 * 2)\n"),
+    ("x = w / 255.0\n", "x = w / 255.0\n"),
+    ("x = float(w) / n\n", "x = float(w) / n\n"),
+    ("x = n * s / (time.time() - t)\n", "x = n * s / (time.time() - t)\n"),
+    ("from __future__ import division\nx = a / b\n", "from __future__ import division\n"
+                                                     "x = a / b\n"),
+    ("x = a / b  # half\n", "x = a / b  # half  " + traps.MARKER + "\n"),
+    ("x /= 2\n", "x /= 2  " + traps.MARKER + "\n"),
+    ("s = '''a / b'''\n", "s = '''a / b'''\n"),
+    ("x = (a\n     / b)\n", "x = (a\n     / b)  " + traps.MARKER + "\n"),
+])
+def test_a_division_is_rewritten_where_proven_and_marked_where_not(source, expected):
+    assert fixed(source)[0] == expected
+
+
+def test_a_file_of_a_python_3_code_base_keeps_its_divisions():
+    assert fixed("x = a / b\n", python2_division=False) == ("x = a / b\n", [])
+
+
+def test_the_marked_lines_are_read_from_comments_only():
+    text = f"x = a / b  {traps.MARKER}\ns = \"{traps.MARKER}\"\n"
+    assert traps.marked_lines(text) == [1]
+
+
+def test_every_report_lists_the_marked_divisions_until_a_person_resolves_them(tmp_path,
+                                                                               capsys):
+    root = write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/rates.py":
+                                 "def rate(n, t):\n    print 'rate'\n    return n / t\n"})
+    run_migrate(capsys, root, "--to-python3")
+    status, lines = run_migrate(capsys, root)
+    assert lines[:-1] == ["pkg/rates.py:3: [check] '/' from Python 2: an integer there, a "
+                          "float on Python 3; write '//' where an integer was meant, then "
+                          f"delete the marker {traps.MARKER!r}"]
+    assert status == 1
+    assert run_migrate(capsys, root) == (1, lines)  # and again, until a person decides
+    path = root / "pkg/rates.py"
+    path.write_text(path.read_text().replace(f"n / t  {traps.MARKER}", "n // t"))
+    assert run_migrate(capsys, root)[0] == 0
+
+
+CALLBACK = {
+    "proj/__init__.py": "",
+    "proj/train.py": """\
+        import mxnet as mx
+        from core.callback import bbox_weights
+
+        if __name__ == '__main__':
+            print bbox_weights(mx.nd.ones((8,)), [0.1, 0.2, 0.3, 0.4])
+        """,
+    "proj/core/__init__.py": "",
+    # Python 3 syntax already: its '/' still had Python 2's meaning in this code base
+    "proj/core/callback.py": """\
+        import mxnet as mx
+
+
+        def bbox_weights(bias, stds):
+            repeat = bias.shape[0] / len(stds)
+            return mx.nd.repeat(mx.nd.array(stds), repeats=repeat).asnumpy().tolist()
+        """,
+}
+
+
+def test_a_division_that_feeds_an_integer_parameter_runs_after_the_port(tmp_path, capsys):
+    root = write_tree(tmp_path, CALLBACK)
+    status, lines = run_migrate(capsys, root)
+    assert any(line.startswith("proj/core/callback.py:5: [port] Python 3 traps: '/' at line 5")
+               for line in lines), lines
+    assert run_migrate(capsys, root, "--to-python3")[0] == 0
+    ran = subprocess.run([sys.executable, "proj/train.py"], cwd=root, capture_output=True,
+                         text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    expected = [0.1, 0.1, 0.2, 0.2, 0.3, 0.3, 0.4, 0.4]
+    assert [round(x, 6) for x in eval(ran.stdout)] == expected
+
+
+# --------------------------------------------------------------------------- yaml
+def test_yaml_load_gets_a_loader_and_the_ported_config_loads(tmp_path, capsys):
+    pytest.importorskip("yaml")
+    root = write_tree(tmp_path, {
+        "exp.yaml": "network:\n  scales: [600, 1000]\n  name: tiny\n",
+        "config.py": """\
+            import yaml
+
+            def update_config(path):
+                with open(path) as f:
+                    exp = yaml.load(f)
+                print exp['network']['name'], exp['network']['scales']
+
+            if __name__ == '__main__':
+                update_config('exp.yaml')
+            """})
+    run_migrate(capsys, root, "--to-python3")
+    assert "yaml.load(f, Loader=yaml.SafeLoader)" in (root / "config.py").read_text()
+    ran = subprocess.run([sys.executable, "config.py"], cwd=root, capture_output=True,
+                         text=True, timeout=60)
+    assert (ran.returncode, ran.stdout) == (0, "tiny [600, 1000]\n"), ran.stderr
+
+
+def test_a_python_3_file_with_only_a_yaml_trap_is_fixed_by_the_port(tmp_path, capsys):
+    root = write_tree(tmp_path, {"config.py": "import yaml as y\ncfg = y.load(open('a'))\n"})
+    status, lines = run_migrate(capsys, root)
+    assert lines[0] == ("config.py:2: [port] Python 3 traps: yaml.load without a Loader at "
+                        "line 2 (PyYAML 6 requires one): --to-python3 fixes them")
+    assert status == 1
+    run_migrate(capsys, root, "--to-python3")
+    assert (root / "config.py").read_text() == ("import yaml as y\n"
+                                                "cfg = y.load(open('a'), Loader=y.SafeLoader)\n")
+    assert run_migrate(capsys, root)[0] == 0
+
+
+# --------------------------------------------------------------------------- pickled configs
+OPERATOR_TREE = {
+    "proj/__init__.py": "",
+    "proj/operator_py/__init__.py": "",
+    "proj/operator_py/scale.py": """\
+        import cPickle
+        import mxnet as mx
+
+
+        class ScaleOperator(mx.operator.CustomOp):
+            def __init__(self, cfg):
+                super(ScaleOperator, self).__init__()
+                self._cfg = cfg
+
+            def forward(self, is_train, req, in_data, out_data, aux):
+                self.assign(out_data[0], req[0], in_data[0] * self._cfg['SCALE'])
+
+            def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+                self.assign(in_grad[0], req[0], out_grad[0] * self._cfg['SCALE'])
+
+
+        @mx.operator.register('scale_by_cfg')
+        class ScaleProp(mx.operator.CustomOpProp):
+            def __init__(self, cfg):
+                super(ScaleProp, self).__init__(need_top_grad=True)
+                self._cfg = cPickle.loads(cfg)
+
+            def list_arguments(self):
+                return ['data']
+
+            def infer_shape(self, in_shape):
+                return in_shape, in_shape, []
+
+            def create_operator(self, ctx, shapes, dtypes):
+                return ScaleOperator(self._cfg)
+        """,
+    "proj/symbols/__init__.py": "import scaled\n",
+    "proj/symbols/scaled.py": """\
+        import cPickle
+        import mxnet as mx
+        from operator_py.scale import *
+
+
+        def get_symbol(cfg):
+            data = mx.sym.Variable('data')
+            return mx.sym.Custom(data=data, op_type='scale_by_cfg', cfg=cPickle.dumps(cfg))
+        """,
+    "proj/run.py": """\
+        import mxnet as mx
+        import numpy as np
+        from symbols import scaled
+
+        if __name__ == '__main__':
+            cfg = {'SCALE': 3.0, 'MEANS': np.array([0.0, 0.1]), 'NAME': u'tiny\\x00'}
+            executor = scaled.get_symbol(cfg).simple_bind(mx.cpu(), data=(2, 2))
+            executor.arg_dict['data'][:] = 2.0
+            print executor.forward()[0].asnumpy().tolist()
+        """,
+}
+
+
+def test_a_config_pickled_through_a_custom_op_reaches_it_after_the_port(tmp_path, capsys):
+    root = write_tree(tmp_path, OPERATOR_TREE)
+    assert run_migrate(capsys, root, "--to-python3")[0] == 0
+    symbol = (root / "proj/symbols/scaled.py").read_text()
+    assert "cfg=base64.b64encode(pickle.dumps(cfg)).decode('ascii')" in symbol
+    assert "pickle.loads(base64.b64decode(cfg))" in (root / "proj/operator_py/scale.py"
+                                                     ).read_text()
+    ran = subprocess.run([sys.executable, "proj/run.py"], cwd=root, capture_output=True,
+                         text=True, timeout=120)
+    assert (ran.returncode, ran.stdout) == (0, "[[6.0, 6.0], [6.0, 6.0]]\n"), ran.stderr
+
+
+def test_the_pickle_fix_is_made_once(tmp_path, capsys):
+    root = write_tree(tmp_path, OPERATOR_TREE)
+    run_migrate(capsys, root, "--to-python3")
+    before = snapshot(root)
+    assert run_migrate(capsys, root, "--to-python3")[0] == 0
+    assert snapshot(root) == before
