@@ -217,7 +217,7 @@ def check_without_importing() -> None:
     if not findable:
         raise MXNetNotInstalledError()
     version = _numpy_version()
-    if version != "?" and _leading_numbers(version) >= (1, 24):
+    if release(version) >= (1, 24):
         raise NumpyTooNewError("bool")  # the first alias MXNet 1.x reads
 
 
@@ -328,9 +328,21 @@ def _mxnet_version() -> str:
     return versions[0] if len(versions) == 1 else "1.x"
 
 
-def _leading_numbers(version: str) -> Tuple[int, ...]:
-    """'1.24.0rc1' -> (1, 24, 0)."""
-    return tuple(int(part) for part in re.findall(r"^\d+|(?<=\.)\d+", version)[:3])
+def release(version: str) -> Tuple[int, ...]:
+    """The release numbers of a version string, as ``packaging.version`` reads it (PEP 440);
+    ``()`` for a string that is none. A pre-release counts as its release: numpy 1.24.0rc1
+    already lacks the aliases MXNet 1.x reads.
+
+    Examples
+    --------
+    >>> release("1.24.0rc1"), release("1.9.1.post0"), release("?")
+    ((1, 24, 0), (1, 9, 1), ())
+    """
+    from packaging.version import InvalidVersion, Version
+    try:
+        return Version(version).release
+    except InvalidVersion:
+        return ()
 
 
 def _numpy_version() -> str:

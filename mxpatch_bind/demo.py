@@ -441,13 +441,14 @@ def run(args: argparse.Namespace) -> int:
     0
     """
     check(args)
+    from ._mxnet_env import import_mxnet, quiet_subgraph_log
+    quiet_subgraph_log()  # its lines would break the progress bars
+    import_mxnet()
+    # First, before anything the training logs (a broken environment says only its fix).
     print(f"Training a small CNN on {args.samples} images of {args.sizes[0]}-{args.sizes[1]} px "
           f"for {_count(args.epochs, 'epoch')} on {_count(args.devices, 'CPU context')}, twice "
           "from the same start: stock (every batch padded to its largest image), then per "
           "device (PerDeviceIter: each device padded to its own images).", flush=True)
-    from ._mxnet_env import import_mxnet, quiet_subgraph_log
-    quiet_subgraph_log()  # its lines would break the progress bars
-    import_mxnet()
     results = run_both(args)
     learned = report(results, args)
     if args.plot:

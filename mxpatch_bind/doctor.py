@@ -218,12 +218,12 @@ def check_python(version: Sequence[int]) -> Check:
 
 def check_numpy() -> Check:
     """numpy's version against the ``numpy<1.24`` MXNet 1.x needs."""
-    from ._mxnet_env import NUMPY_FIX
+    from ._mxnet_env import NUMPY_FIX, release
     try:
         import numpy
     except ImportError:
         return Check("numpy", "FAIL", f"numpy is not installed; fix: {NUMPY_FIX}")
-    if _version_tuple(numpy.__version__) >= NUMPY_LIMIT:
+    if release(numpy.__version__) >= NUMPY_LIMIT:
         return Check("numpy", "FAIL", f"{numpy.__version__}: MXNet 1.x cannot be imported with "
                                       f"numpy >= 1.24; fix: {NUMPY_FIX}")
     return Check("numpy", "ok", f"{numpy.__version__} (< 1.24, as MXNet 1.x needs)")
@@ -237,7 +237,8 @@ def check_wrapt() -> Check:
     except ImportError:
         return Check("wrapt", "FAIL", f"wrapt is not installed; fix: {fix}")
     version = getattr(wrapt, "__version__", "?")
-    if _version_tuple(version) < WRAPT_MINIMUM:
+    from ._mxnet_env import release
+    if release(version) < WRAPT_MINIMUM:
         return Check("wrapt", "FAIL", f"{version}; mxpatch_bind needs "
                      f"wrapt>={WRAPT_MINIMUM[0]}.{WRAPT_MINIMUM[1]}; fix: {fix}")
     # wrapt.__wrapt__ picks wrapt._wrappers (C) unless WRAPT_DISABLE_EXTENSIONS is set or the
@@ -402,17 +403,6 @@ def check_restored(before: Dict[Any, Any]) -> Check:
 
 
 # --------------------------------------------------------------------------- helpers
-def _version_tuple(version: str) -> Tuple[int, ...]:
-    """The leading numeric parts: '1.24.0rc1' -> (1, 24, 0)."""
-    parts = []
-    for part in version.split("."):
-        digits = part[:len(part) - len(part.lstrip("0123456789"))]
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
-
-
 def _mxnet_distributions() -> List[Tuple[str, str]]:
     from ._mxnet_env import mxnet_distributions
     return mxnet_distributions()

@@ -152,6 +152,14 @@ def test_numpy_1_24_or_later_fails_naming_the_fix(monkeypatch):
                           'fix: pip install "numpy<1.24"')
 
 
+@pytest.mark.parametrize("version, level", [("1.24.0rc1", "FAIL"), ("1.23.5", "ok"),
+                                            ("1.23.5.post1", "ok"), ("2.0.0.dev0+git1", "FAIL")])
+def test_numpy_versions_are_read_as_pep_440_says_a_pre_release_as_its_release(
+        monkeypatch, version, level):
+    monkeypatch.setattr(np, "__version__", version)
+    assert doctor.check_numpy().level == level
+
+
 def test_wrapt_older_than_2_4_fails_naming_the_fix(monkeypatch):
     monkeypatch.setattr(wrapt, "__version__", "2.3.9")
     check = doctor.check_wrapt()
