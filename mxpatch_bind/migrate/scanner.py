@@ -12,7 +12,7 @@ import ast
 import re
 from pathlib import PurePosixPath
 
-from . import fork, frozen, imports, traps
+from . import fork, frozen, imports, operators, traps
 from . import port as py2
 from .checks import (
     CHECK,
@@ -176,6 +176,7 @@ class Scan:
                                            f"then delete the marker {traps.MARKER!r}")
         self._frozen_findings()
         self._plan_deletions()
+        self._operator_findings()
         self.import_findings()
         return sorted(self.out, key=lambda f: (f.path, f.line, f.action, f.message))
 
@@ -192,6 +193,26 @@ class Scan:
                 if (str(rel), line) not in rewritten:
                     self.add(rel, line, CHECK, message, edit=IMPORTS)
         return self.out[start:]
+
+    def _operator_findings(self):
+        """A ``[check]`` at each call of an operator the installed MXNet lacks."""
+        found = [(rel, *call) for rel, parsed in sorted(self.files.items())
+                 if rel not in self.copies for call in operators.calls(parsed.tree)]
+        if not found:
+            return
+        table = operators.installed()
+        if table is None:
+            rel, line = found[0][:2]
+            self.add(rel, line, CHECK, "MXNet cannot be imported here, so the operators the code "
+                                       "calls were not checked (pip install \"mxnet==1.9.1\" "
+                                       "\"numpy<1.24\")")
+            return
+        sources = None
+        for rel, line, namespace, name, spelled in found:
+            if name not in table[namespace]:
+                sources = operators.own_sources(self.root) if sources is None else sources
+                self.add(rel, line, CHECK, operators.missing_message(
+                    spelled, name, table["version"], sources.get(name, [])))
 
     @property
     def python2_code_base(self):

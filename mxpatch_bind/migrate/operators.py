@@ -1,0 +1,117 @@
+"""Private to ``migrate``: operators the code calls that the installed MXNet lacks.
+
+The family built its own MXNet with operators of its own (FCIS's ``ChannelOperator``,
+SNIPER's ``MultiProposalTarget``); the five Deformable-ConvNets needs ship with stock MXNet
+1.9.1. Every call of ``mx.sym.contrib.X`` / ``mx.contrib.sym.X`` / ``mx.nd.contrib.X`` /
+``mx.sym.X`` / ``mx.nd.X`` (and the ``symbol`` / ``ndarray`` spellings) is looked up in the
+installed MXNet, which is asked in a child process (``migrate`` itself never imports MXNet),
+once per run. What is missing is a ``[check]`` naming the repository's own C++ source of
+the operator where it has one (``MXNET_REGISTER_OP_PROPERTY(_contrib_X, ...)``,
+``NNVM_REGISTER_OP(X)``), or what :mod:`mxpatch_bind.compat` provides instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from .files import skipped_dir
+
+# The namespaces, as the installed MXNet is asked for them, and their spellings in code.
+_SPELLINGS = {
+    ("sym", "contrib"): "sym.contrib", ("symbol", "contrib"): "sym.contrib",
+    ("contrib", "sym"): "sym.contrib", ("contrib", "symbol"): "sym.contrib",
+    ("nd", "contrib"): "nd.contrib", ("ndarray", "contrib"): "nd.contrib",
+    ("contrib", "nd"): "nd.contrib", ("contrib", "ndarray"): "nd.contrib",
+    ("sym",): "sym", ("symbol",): "sym", ("nd",): "nd", ("ndarray",): "nd",
+}
+_ASK = """import json, mxnet as mx
+print(json.dumps({"version": mx.__version__, "sym.contrib": dir(mx.sym.contrib),
+                  "nd.contrib": dir(mx.nd.contrib), "sym": dir(mx.sym), "nd": dir(mx.nd)}))"""
+_REGISTER = re.compile(r"(?:MXNET_REGISTER_OP_PROPERTY|NNVM_REGISTER_OP|MXNET_REGISTER_SIMPLE_OP)"
+                       r"\(\s*(?:_contrib_)?(\w+)")
+_SOURCES = (".cc", ".cu", ".cpp", ".h")
+# What mxpatch_bind.compat provides in stock operators, by the name the family calls.
+COMPAT_OPERATORS: set[str] = set()
+
+
+def calls(tree: ast.Module) -> list[tuple[int, str, str, str]]:
+    """``(line, namespace, name, spelled)`` for each call of an MXNet operator through
+    ``mx`` (whatever name the file binds ``mxnet`` to); ``namespace`` is ``'sym.contrib'``,
+    ``'nd.contrib'``, ``'sym'`` or ``'nd'``, ``spelled`` the call as written
+    (``'mx.contrib.sym.ChannelOperator'``)."""
+    names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import)
+             for a in n.names if a.name == "mxnet"}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            chain = _chain(node.func.value)
+            if chain and chain[0] in names and tuple(chain[1:]) in _SPELLINGS:
+                found.append((node.lineno, _SPELLINGS[tuple(chain[1:])], node.func.attr,
+                              ".".join([*chain, node.func.attr])))
+    return found
+
+
+def _chain(node):
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return [node.id, *reversed(parts)]
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def installed() -> dict | None:
+    """``{namespace: set of names}`` and ``'version'`` of the installed MXNet, or None
+    when it cannot be imported (asked once, in a child process)."""
+    try:
+        done = subprocess.run([sys.executable, "-c", _ASK], capture_output=True, text=True,
+                              timeout=300, env=dict(os.environ, MXNET_LIBRARY_PATH=""))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    try:
+        table = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+    return {key: (value if key == "version" else set(value)) for key, value in table.items()}
+
+
+def own_sources(root: Path) -> dict[str, list[str]]:
+    """``{operator name: [relative paths]}`` of the C++ sources in the tree that register it."""
+    found: dict[str, list[str]] = {}
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if not skipped_dir(Path(directory), d))
+        for name in sorted(names):
+            if name.endswith(_SOURCES):
+                path = Path(directory) / name
+                try:
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                for op in set(_REGISTER.findall(text)):
+                    found.setdefault(op, []).append(path.relative_to(root).as_posix())
+    return found
+
+
+def missing_message(spelled: str, name: str, version: str, sources: list[str]) -> str:
+    """The ``[check]`` text for an operator the installed MXNet lacks."""
+    head = f"{spelled} is not in the installed MXNet {version}"
+    if name in COMPAT_OPERATORS:
+        return (f"{head}: mxpatch_bind.compat.{name} builds it from stock operators "
+                f"(call that instead)")
+    if sources:
+        shown = ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3
+                                          else "")
+        return (f"{head}: the repository's own C++ operator ({shown}) has to be built into "
+                "MXNet from source")
+    return f"{head}, and the repository has no C++ source for it"

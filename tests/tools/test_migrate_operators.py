@@ -1,0 +1,72 @@
+"""Operators the installed MXNet lacks: a ``[check]`` at each call, naming the repository's
+own C++ source where it has one (SNIPER's and FCIS's trees, in miniature, written here)."""
+
+import pytest
+
+from mxpatch_bind.migrate import operators
+from test_migrate import run_migrate
+from test_migrate_imports import write_tree
+
+pytest.importorskip("mxnet")
+
+OWN_OPERATOR = """\
+#include "./multi_proposal_target-inl.h"
+namespace mxnet {
+namespace op {
+DMLC_REGISTER_PARAMETER(MultiProposalTargetParam);
+MXNET_REGISTER_OP_PROPERTY(_contrib_MultiProposalTarget, MultiProposalTargetProp)
+.describe("the repository's own operator");
+}  // namespace op
+}  // namespace mxnet
+"""
+
+SYMBOL = """\
+import mxnet as mx
+
+
+def get_symbol(data, rois, label):
+    conv = mx.sym.Convolution(data=data, num_filter=4, kernel=(3, 3), name='conv')
+    offset = mx.sym.contrib.DeformableConvolution(data=conv, offset=conv, num_filter=4,
+                                                  kernel=(3, 3))
+    target = mx.sym.contrib.MultiProposalTarget(rois=rois, gt_boxes=label)
+    mask = mx.contrib.sym.MaskRcnnTarget(rois=rois)
+    return mx.sym.Group([offset, target, mask])
+
+
+def scores(x):
+    return mx.nd.contrib.NoSuchOperatorAnywhere(x)
+"""
+
+
+def test_each_missing_operator_is_a_check_at_its_call(tmp_path, capsys):
+    root = write_tree(tmp_path, {"sniper/symbols/net.py": SYMBOL,
+                                 "sniper/operator_cxx/multi_proposal_target.cc": OWN_OPERATOR})
+    status, lines = run_migrate(capsys, root)
+    version = operators.installed()["version"]
+    assert lines[:-1] == [
+        f"sniper/symbols/net.py:8: [check] mx.sym.contrib.MultiProposalTarget is not in the "
+        f"installed MXNet {version}: the repository's own C++ operator "
+        "(sniper/operator_cxx/multi_proposal_target.cc) has to be built into MXNet from source",
+        f"sniper/symbols/net.py:9: [check] mx.contrib.sym.MaskRcnnTarget is not in the "
+        f"installed MXNet {version}, and the repository has no C++ source for it",
+        f"sniper/symbols/net.py:14: [check] mx.nd.contrib.NoSuchOperatorAnywhere is not in the "
+        f"installed MXNet {version}, and the repository has no C++ source for it"]
+    assert status == 1
+
+
+def test_the_operators_stock_mxnet_ships_are_not_reported(tmp_path, capsys):
+    root = write_tree(tmp_path, {"net.py": "import mxnet as m\n"
+                                 "s = m.symbol.contrib.PSROIPooling(data=m.sym.var('d'))\n"
+                                 "p = m.contrib.sym.Proposal(cls_prob=None)\n"
+                                 "d = m.sym.contrib.DeformablePSROIPooling(data=None)\n"})
+    assert run_migrate(capsys, root) == (0, ["migrate: 0 findings in 0 files: nothing to "
+                                             "migrate"])
+
+
+def test_calls_reads_every_spelling_and_alias():
+    import ast
+    tree = ast.parse("import mxnet as mx\nimport mxnet\nmx.ndarray.contrib.A(1)\n"
+                     "mxnet.contrib.nd.B()\nmx.sym.C()\nother.sym.D()\nmx.io.E()\n")
+    assert operators.calls(tree) == [(3, "nd.contrib", "A", "mx.ndarray.contrib.A"),
+                                     (4, "nd.contrib", "B", "mxnet.contrib.nd.B"),
+                                     (5, "sym", "C", "mx.sym.C")]
