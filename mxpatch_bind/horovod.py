@@ -296,7 +296,7 @@ def init_optimizer_wrapper(wrapped, instance, args, kwargs):
         # advice that is wrong on this store; _weighted has said what is right.
         warnings.filterwarnings("ignore", "Optimizer created manually outside Module")
         result = _warning_at_caller(wrapped, kvstore, optimizer, optimizer_params, force_init)
-    _share_rank0_aux_states(instance, kvstore)
+    _share_rank0_values(instance, kvstore)
     return result
 
 
@@ -349,10 +349,21 @@ def _init_optimizer_arguments(args, kwargs):
     return tuple(values[name] for name in _INIT_OPTIMIZER)
 
 
-def _share_rank0_aux_states(module, store):
-    """Rank 0's auxiliary states (BatchNorm's moving statistics) on every worker's devices;
-    the store's ``init`` has already done so for the parameters (and keeps those)."""
+def _share_rank0_values(module, store):
+    """Rank 0's parameters and auxiliary states (BatchNorm's moving statistics) on every
+    worker's devices.
+
+    Updating on the store, stock's ``_initialize_kvstore`` broadcasts each parameter into the
+    devices. Updating on the workers (``MXNET_UPDATE_ON_KVSTORE=0``) it only calls ``init``,
+    which gives rank 0's value to the module's CPU copy (``_arg_params``) and never to the
+    devices: each worker would go on from its own starting values, so the devices pull what
+    ``init`` kept. Auxiliary states never pass through the store's keys; they are handed out
+    here, under names of their own.
+    """
     group = module._exec_group
+    if not module._update_on_kvstore:
+        for name, devices in zip(group.param_names, group.param_arrays):
+            store.pull(name, out=list(devices))
     for name, devices in zip(module._aux_names, group.aux_arrays):
         store.from_rank0(f"aux:{name}", [module._aux_params[name]] + list(devices))
 

@@ -20,6 +20,14 @@ own), and writes ``OUT_DIR/worker<rank>.npz`` with what the test checks. MODE is
     A module bound in stock form (one flat shape, split evenly over the two contexts) on
     ``STOCK_BATCHES[rank]`` samples, STEPS plain SGD steps on ``stock_batch(rank, step)``:
     records ``rescale_grad`` and the final parameters.
+``bn-store``, ``bn-local``, ``bn-force``
+    A net with BatchNorm, every worker's parameters and auxiliary states drawn from its own
+    seed; STEPS momentum-SGD steps as ``train``, updating on the store (``bn-store``), on
+    the workers with ``MXNET_UPDATE_ON_KVSTORE=0`` (``bn-local``), or on the store after a
+    first ``init_optimizer`` and a second with ``force_init=True`` and another learning rate
+    (``bn-force``); records ``rescale_grad``, the parameters at the end, and what every
+    device holds (``device<d>_<name>``: parameters and auxiliary states) after step 1 and at
+    the end.
 ``fit``
     ``fit(kvstore='horovod')`` for two epochs over a ``PerDeviceIter`` that each worker
     reads its part of (``num_parts``, ``part_index``), with ``horovod.do_checkpoint``:
@@ -133,6 +141,46 @@ def train(mode, steps, out_dir, rank, workers):
     return record
 
 
+BN_LEARNING_RATE = 0.2  # bn-force: the forced init's; the first init uses OPTIMIZER_PARAMS
+
+
+def bn_initial_params(seed=0):
+    return fixed_params(conv_net(batch_norm=True), SHARDS[0][0], seed=seed)
+
+
+def _device_arrays(prefix, mod):
+    """Every device's parameters and auxiliary states, as ``<prefix>device<d>_<name>``."""
+    group = mod._exec_group
+    named = list(zip(group.param_names, group.param_arrays))
+    named += list(zip(mod._aux_names, group.aux_arrays))
+    return {f"{prefix}device{device}_{name}": array.asnumpy()
+            for name, devices in named for device, array in enumerate(devices)}
+
+
+def batch_norm(mode, steps, rank):
+    # Every rank starts from its own parameters and moving statistics.
+    mod = bound_module(conv_net(batch_norm=True), SHARDS[rank], bn_initial_params(seed=rank))
+    if mode == "bn-local":
+        os.environ["MXNET_UPDATE_ON_KVSTORE"] = "0"
+    mod.init_optimizer(kvstore="horovod", optimizer="sgd", optimizer_params=OPTIMIZER_PARAMS)
+    if mode == "bn-force":
+        mod.init_optimizer(kvstore="horovod", optimizer="sgd", force_init=True,
+                           optimizer_params=dict(OPTIMIZER_PARAMS,
+                                                 learning_rate=BN_LEARNING_RATE))
+    record = {"rescale_grad": mod._optimizer.rescale_grad,
+              "learning_rate": mod._optimizer.lr,
+              "update_on_kvstore": mod._update_on_kvstore}
+    for step in range(steps):
+        pairs = [shard_batch(rank, device, step) for device in range(len(SHARDS[rank]))]
+        mod.forward_backward(device_batch(pairs))
+        mod.update()
+        if step == 0:
+            record.update(_device_arrays("after1_", mod))
+    record.update(_device_arrays("final_", mod))
+    record.update(_arrays("params_", mod.get_params()[0]))
+    return record
+
+
 def stock(steps, rank):
     data, label = stock_batch(rank, 0)
     mod = mx.mod.Module(conv_net(), context=[mx.cpu(0), mx.cpu(1)])
@@ -175,6 +223,8 @@ def main(mode, steps, out_dir):
         record = fit(out_dir, rank, workers)
     elif mode == "stock":
         record = stock(int(steps), rank)
+    elif mode.startswith("bn-"):
+        record = batch_norm(mode, int(steps), rank)
     else:
         record = train(mode, int(steps), out_dir, rank, workers)
     record["native_workers"] = native_workers

@@ -90,7 +90,9 @@ def jobs(tmp_path_factory):
     plans = {"train2": ("train", 2), "train3": ("train", 3), "fit": ("fit", 2),
              "stock": ("stock", 2),
              "given_rescale": ("given-rescale", 2),
-             "distributed_optimizer": ("distributed-optimizer", 2)}
+             "distributed_optimizer": ("distributed-optimizer", 2),
+             "bn_store": ("bn-store", 2), "bn_local": ("bn-local", 2),
+             "bn_force": ("bn-force", 2)}
     # mktemp is not thread-safe: make the folders here, run the jobs in threads.
     out_dirs = {name: tmp_path_factory.mktemp(name) for name in plans}
     return run_concurrently({name: functools.partial(Job, *plans[name], out_dirs[name])
@@ -196,6 +198,67 @@ def test_a_module_bound_in_stock_form_steps_over_every_workers_samples_too(jobs)
     assert [float(r["rescale_grad"]) for r in records] == [1.0 / total] * 2
     for record in records:
         assert_params_close(params_named(record, "final_"), expected)
+
+
+# --------------------------------------------------------------------------- BatchNorm, modes
+def one_context_per_device_with_batch_norm(learning_rate, on_store, monkeypatch):
+    """What every device holds after step 1 and after STEPS steps of one process holding
+    both workers' devices, one context each, on MXNet's 'local' kvstore updating where the
+    job updates (stock's fix_gamma=True BatchNorm keeps gamma 1 on the devices only when they
+    update), from rank 0's parameters and moving statistics: ``[{name: array}]`` per
+    device, twice."""
+    import mxnet as mx
+
+    monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", "1" if on_store else "0")
+
+    shards = worker.shards(2)
+    mod = bound_module(conv_net(batch_norm=True), [s for shapes in shards for s in shapes],
+                       worker.bn_initial_params(seed=0))
+    mod.init_optimizer(kvstore="local", optimizer="sgd",
+                       optimizer_params=dict(worker.OPTIMIZER_PARAMS,
+                                             learning_rate=learning_rate))
+    snapshots = []
+    for step in range(STEPS):
+        mod.forward_backward(device_batch(
+            [worker.shard_batch(index, device, step)
+             for index, shapes in enumerate(shards) for device in range(len(shapes))]))
+        mod.update()
+        if step in (0, STEPS - 1):
+            group = mod._exec_group
+            named = list(zip(group.param_names, group.param_arrays))
+            named += list(zip(mod._aux_names, group.aux_arrays))
+            snapshots.append([{name: devices[index].asnumpy() for name, devices in named}
+                              for index in range(len(mod._context))])
+    assert isinstance(mod._kvstore, mx.kvstore.KVStore) and mod._update_on_kvstore is on_store
+    return snapshots
+
+
+def device_record(record, prefix, device):
+    return params_named(record, "%sdevice%d_" % (prefix, device))
+
+
+@pytest.mark.parametrize("name, learning_rate, on_store", [
+    ("bn_store", worker.OPTIMIZER_PARAMS["learning_rate"], True),
+    ("bn_local", worker.OPTIMIZER_PARAMS["learning_rate"], False),
+    ("bn_force", worker.BN_LEARNING_RATE, True),
+])
+def test_workers_started_apart_with_batch_norm_step_as_one_context_per_device(
+        jobs, name, learning_rate, on_store, monkeypatch):
+    records = jobs[name].records()
+    after1, final = one_context_per_device_with_batch_norm(learning_rate, on_store, monkeypatch)
+
+    for rank, record in enumerate(records):
+        assert bool(record["update_on_kvstore"]) is on_store
+        assert float(record["learning_rate"]) == learning_rate
+        assert float(record["rescale_grad"]) == 1.0 / total_samples(2)
+        for device in range(2):
+            # Rank 1 started from its own values: rank 0's parameters and moving statistics
+            # reached its devices, whichever side updates.
+            reference = 2 * rank + device
+            assert_params_close(device_record(record, "after1_", device), after1[reference])
+            assert_params_close(device_record(record, "final_", device), final[reference])
+    for key, value in params_named(records[0], "params_").items():
+        assert np.array_equal(records[1]["params_" + key], value), (name, key)
 
 
 # --------------------------------------------------------------------------- fit

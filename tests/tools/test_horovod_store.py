@@ -113,6 +113,26 @@ def test_init_optimizer_called_through_the_class_is_weighted_too(one_worker, mon
     assert type(mod._kvstore) is HorovodKVStore and mod._optimizer.rescale_grad == 1.0 / 10
 
 
+@pytest.mark.parametrize("on_store", ["1", "0"])
+def test_every_device_holds_rank_0s_values_after_init_optimizer(one_worker, monkeypatch,
+                                                                on_store):
+    # Rank 0's values, as a stand-in broadcast hands them: 0.25 everywhere.
+    hvd = sys.modules["horovod.mxnet"]
+    monkeypatch.setattr(hvd, "broadcast_",
+                        lambda tensor, root_rank, name=None: tensor.__setitem__(slice(None), 0.25))
+    monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", on_store)
+    symbol = conv_net(batch_norm=True)
+    mod = bound_module(symbol, SHAPES, fixed_params(symbol, SHAPES[0]))
+    mod.init_optimizer(kvstore="horovod", optimizer="sgd", optimizer_params=OPTIMIZER_PARAMS)
+
+    assert mod._update_on_kvstore is (on_store == "1")
+    group = mod._exec_group
+    for name, devices in list(zip(group.param_names, group.param_arrays)) + list(
+            zip(mod._aux_names, group.aux_arrays)):
+        for device in devices:
+            assert (device.asnumpy() == 0.25).all(), name
+
+
 def test_every_parameter_is_broadcast_once_and_every_gradient_allreduced_as_a_sum(one_worker):
     mod = train("horovod", steps=1)
 
