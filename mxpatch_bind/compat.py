@@ -16,6 +16,7 @@ import math
 import numbers
 import os
 import types
+import warnings
 from typing import Any, Optional, Sequence
 
 from ._mxnet_env import import_mxnet
@@ -26,6 +27,7 @@ mx = import_mxnet()
 from mxnet.io import DataDesc  # noqa: E402  (MXNet is imported, or named broken, above)
 
 from .errors import ShapeSpecError  # noqa: E402
+from .horovod import is_horovod  # noqa: E402
 from .module.distributed import is_sync_dist  # noqa: E402
 from .module.shapes import is_device_entry  # noqa: E402
 from .module.transactions import all_or_nothing  # noqa: E402
@@ -102,9 +104,10 @@ def MutableModule(symbol: Any, data_names: Optional[Sequence[str]],
     Notes
     -----
     ``init_optimizer`` without ``rescale_grad`` in ``optimizer_params`` uses the fork's
-    default, ``1 / number of devices`` (times the number of workers on a ``dist_*_sync``
-    kvstore), not stock's ``1 / samples``. Nothing is installed or changed when an argument
-    is refused.
+    default, ``1 / number of devices`` (times the number of workers on a store that adds
+    up the workers: ``dist_*_sync`` and ``'horovod'``), not stock's ``1 / samples`` nor
+    the Horovod store's ``1 / samples of all workers``. Nothing is installed or changed when
+    an argument is refused.
 
     Examples
     --------
@@ -420,19 +423,27 @@ def _fork_init_optimizer(self, kvstore='local', optimizer='sgd',
     """``Module.init_optimizer`` with the fork's default ``rescale_grad``.
 
     The fork's executor group counted devices as its ``batch_size``, so an optimizer given
-    by name without ``rescale_grad`` got ``1 / number of devices`` (times the workers on a
-    ``dist_*_sync`` kvstore). An explicit ``rescale_grad`` or an ``Optimizer`` object is
-    passed on unchanged. Parameters as ``Module.init_optimizer``.
+    by name without ``rescale_grad`` got ``1 / number of devices``, times the workers on a
+    store that adds up the workers' gradients (``dist_*_sync``, as the fork's scripts ran,
+    and ``'horovod'``, under the same rule: every worker's devices count). An explicit
+    ``rescale_grad`` or an ``Optimizer`` object is passed on unchanged. Parameters as
+    ``Module.init_optimizer``.
     """
     will_init = self.binded and self.params_initialized and (
         force_init or not self.optimizer_initialized)
-    if will_init and isinstance(optimizer, str) and "rescale_grad" not in dict(optimizer_params):
-        if isinstance(kvstore, str) and is_sync_dist(kvstore):
-            kvstore = mx.kv.create(kvstore)
-        workers = kvstore.num_workers if is_sync_dist(kvstore) else 1
-        optimizer_params = dict(optimizer_params,
-                                rescale_grad=1.0 / (len(self._context) * workers))
-    return type(self).init_optimizer(self, kvstore, optimizer, optimizer_params, force_init)
+    if not (will_init and isinstance(optimizer, str)
+            and "rescale_grad" not in dict(optimizer_params)):
+        return type(self).init_optimizer(self, kvstore, optimizer, optimizer_params, force_init)
+    adds_workers = is_sync_dist(kvstore) or is_horovod(kvstore)
+    if isinstance(kvstore, str) and adds_workers:
+        kvstore = mx.kv.create(kvstore)
+    workers = kvstore.num_workers if adds_workers else 1
+    optimizer_params = dict(optimizer_params, rescale_grad=1.0 / (len(self._context) * workers))
+    with warnings.catch_warnings():
+        # The Horovod store warns that a given rescale_grad is not 1/(all samples) and to leave
+        # it out; here the user did leave it out, and the fork's rule is the one asked for.
+        warnings.filterwarnings("ignore", message="kvstore='horovod': rescale_grad=")
+        return type(self).init_optimizer(self, kvstore, optimizer, optimizer_params, force_init)
 
 
 def _fork_fit(self, train_data, eval_data=None, eval_metric='acc', epoch_end_callback=None,

@@ -133,6 +133,41 @@ def test_every_device_holds_rank_0s_values_after_init_optimizer(one_worker, monk
             assert (device.asnumpy() == 0.25).all(), name
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_compats_mutable_module_keeps_the_forks_rule_on_horovod_without_a_warning(
+        one_worker, monkeypatch, workers):
+    # The fork's rule: 1 / (devices x workers), as on dist_sync; never the store's
+    # 1 / (all samples), nor a warning to leave out a rescale_grad the user left out.
+    from mxpatch_bind.compat import MutableModule
+
+    hvd = sys.modules["horovod.mxnet"]
+    monkeypatch.setattr(hvd, "size", lambda: workers)
+    mod = MutableModule(conv_net(), ["data"], ["softmax_label"], context=[mx.cpu(0), mx.cpu(1)])
+    mod.bind([[("data", shape)] for shape in SHAPES],
+             [[("softmax_label", (shape[0],))] for shape in SHAPES])
+    mod.set_params(*params())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mod.init_optimizer(kvstore="horovod", optimizer_params=OPTIMIZER_PARAMS)
+
+    assert type(mod._kvstore) is HorovodKVStore
+    assert mod._optimizer.rescale_grad == 1.0 / (2 * workers)
+
+
+def test_compats_mutable_module_with_a_rescale_grad_of_its_own_gets_the_stores_warning(
+        one_worker):
+    from mxpatch_bind.compat import MutableModule
+
+    mod = MutableModule(conv_net(), ["data"], ["softmax_label"], context=[mx.cpu(0), mx.cpu(1)])
+    mod.bind([[("data", shape)] for shape in SHAPES],
+             [[("softmax_label", (shape[0],))] for shape in SHAPES])
+    mod.set_params(*params())
+    with pytest.warns(RuntimeWarning, match="rescale_grad=0.5 is kept; 1/5"):
+        mod.init_optimizer(kvstore="horovod",
+                           optimizer_params=dict(OPTIMIZER_PARAMS, rescale_grad=0.5))
+    assert mod._optimizer.rescale_grad == 0.5
+
+
 def test_every_parameter_is_broadcast_once_and_every_gradient_allreduced_as_a_sum(one_worker):
     mod = train("horovod", steps=1)
 
