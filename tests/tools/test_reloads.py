@@ -159,3 +159,28 @@ def test_a_reload_of_the_kvstore_while_installed_patches_its_new_create():
         assert mx.kvstore.create is sys.modules['mxnet.kvstore.base'].create
         print('ok')
     """) == ["ok"]
+
+
+def test_bucketing_and_sequential_modules_bind_per_device_after_their_files_are_reloaded():
+    assert _run("""
+        mxpatch_bind.install()
+        for name in ('mxnet.module.module', 'mxnet.module.bucketing_module',
+                     'mxnet.module.sequential_module', 'mxnet.module'):
+            importlib.reload(sys.modules[name])
+        assert mxpatch_bind.is_installed(), mxpatch_bind.status()
+        contexts = [mx.cpu(0), mx.cpu(1)]
+        data = [[('data', (1, 5))], [('data', (3, 5))]]
+        labels = [[('softmax_label', (1,))], [('softmax_label', (3,))]]
+        buckets = mx.mod.BucketingModule(lambda key: (net(), ('data',), ('softmax_label',)),
+                                         default_bucket_key=5, context=contexts)
+        buckets.bind(data, labels)
+        chain = mx.mod.SequentialModule()
+        chain.add(mx.mod.Module(mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=5,
+                                                      name='a'),
+                                label_names=None, context=contexts))
+        chain.add(mx.mod.Module(net(), context=contexts), take_labels=True, auto_wiring=True)
+        chain.bind(data, labels)
+        for mod in (buckets, chain):
+            print([[d.shape for d in device] for device in mod.data_shapes])
+    """) == ["[[(1,", "5)],", "[(3,", "5)]]"] * 2
+
