@@ -26,13 +26,14 @@ from ._mxnet_env import import_mxnet
 mx = import_mxnet()
 from mxnet.io import DataDesc  # noqa: E402  (MXNet is imported, or named broken, above)
 
+from ._channel_operator import ChannelOperator  # noqa: E402
 from .errors import ShapeSpecError  # noqa: E402
 from .horovod import is_horovod  # noqa: E402
 from .module.distributed import is_sync_dist  # noqa: E402
 from .module.shapes import is_device_entry  # noqa: E402
 from .module.transactions import all_or_nothing  # noqa: E402
 
-__all__ = ["MutableModule", "Module", "fixed_param_names_from_prefix"]
+__all__ = ["MutableModule", "Module", "fixed_param_names_from_prefix", "ChannelOperator"]
 
 # The fork's defaults, as module-level values (one object each, as the fork's were).
 _CPU = mx.cpu()
