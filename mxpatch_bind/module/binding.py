@@ -17,11 +17,12 @@ from collections import namedtuple
 from typing import Any, Optional, Sequence, Union
 
 from mxnet import ndarray as nd
+from mxnet.base import MXNetError
 from mxnet.module import BucketingModule, Module
 
 from . import distributed, memory, shapes
 from .executor_group import PerDeviceExecutorGroup
-from .forward import forward_flat, is_per_device, prepare
+from .forward import explain_refused_reshape, forward_flat, is_per_device, prepare
 from .shapes import DeviceShapes
 from .transactions import all_or_nothing
 
@@ -319,7 +320,11 @@ class PerDeviceModule(Module):
             return forward_flat(self, data_batch, is_train)
         checked, spec = prepared
         if spec is not None:
-            self.reshape(spec)  # the module's own, as stock forward calls it
+            try:
+                self.reshape(spec)  # the module's own, as stock forward calls it
+            except MXNetError as error:
+                explain_refused_reshape(self, spec, error)  # a BatchError when it can say why
+                raise
         return self._exec_group.forward_devices(checked.data, checked.label, is_train)
 
     def init_optimizer(self, kvstore='local', optimizer='sgd',

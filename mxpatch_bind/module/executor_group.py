@@ -85,7 +85,6 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         self.num_active = None
         self._pending_device_shapes = None
         self._exec_cache = self._seen_shapes = None
-        self._parameter_checks = OrderedDict()  # changed_parameter's answers, per shape set
 
     # ----------------------------------------------------------------- binding and reshape
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
@@ -154,15 +153,6 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
         known = {name: tuple(inferred[name]) for name in unnamed
                  if inferred.get(name) and all(inferred[name])}
         return dict(wanted, **known)
-
-    def changed_parameter(self, wanted):
-        """:func:`changed_parameter` for this group, its answers kept per shape set, so that
-        a recurring shape costs no shape inference."""
-        key = executors.cache_key(wanted)
-        if key not in self._parameter_checks:
-            executors.put_bounded(self._parameter_checks, key, changed_parameter(self, wanted),
-                                  SEEN_SHAPES_SIZE)
-        return self._parameter_checks[key]
 
     def _ready_exec(self, device, wanted):
         """The executor ``device`` already has for ``wanted`` (current, base, cached), or None."""

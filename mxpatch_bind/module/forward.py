@@ -88,18 +88,23 @@ def _spec_for_batch(module, checked, expected):
     shapes.check_layouts_agree(spec)  # provide_data DataDescs may bring layouts and dtypes
     shapes.check_dtypes_agree(spec)
     shapes.check_batch_sizes(spec, BatchError, "batch device")
-    _check_parameters_fit(module, spec)
     return spec
 
 
-def _check_parameters_fit(module, spec):
-    """Refuse a batch whose shapes would resize a parameter (a wrong channel count on one
-    device): MXNet's reshape would refuse it too, with its own "unspecified arg" message."""
+def explain_refused_reshape(module, spec, error):
+    """After MXNet refused to reshape ``module`` to a batch's ``spec`` (the module is as it
+    was: every transition is all or nothing, and nothing has been copied yet), raise the
+    BatchError that names the device and the parameter when the batch's shapes would resize a
+    parameter (a wrong channel count on one device: MXNet's "Shape of unspecifie arg ...
+    changed"); return otherwise, for the caller to raise MXNet's own error.
+
+    Asked only once MXNet has refused, so that a reshape that succeeds costs no shape
+    inference here.
+    """
     group = module._exec_group
     for device in range(len(spec.data)):
         inputs = spec.shapes_of(device)
-        changed = (group.changed_parameter(inputs) if isinstance(group, PerDeviceExecutorGroup)
-                   else changed_parameter(group, inputs))
+        changed = changed_parameter(group, inputs)
         if changed is not None:
             name, held, new = changed
             bound = {desc.name: tuple(desc.shape) for desc in _current_descs(module, "data")[0]}
@@ -107,7 +112,7 @@ def _check_parameters_fit(module, spec):
                 f"batch device {device} gives inputs {inputs!r}, which would change parameter "
                 f"{name!r} from shape {held!r} to {new!r}; expected inputs the bound parameters "
                 f"fit (device 0 is bound with {bound!r}): check the axes a parameter depends on, "
-                "such as the channels")
+                "such as the channels") from error
 
 
 def _with_idle_devices(module, checked, expected):

@@ -156,14 +156,26 @@ def test_an_array_of_another_rank_is_refused(mod, form, shape):
 def test_a_device_with_another_channel_count_is_refused_before_anything_is_copied(mod, form):
     data, label = arrays()
     data[1] = [mx.nd.ones((3, 4, 6, 6))]  # the module is bound with 3 channels
-    refuses(mod, make_batch(form, data, label), "batch device 1", "(3, 4, 6, 6)",
-            "parameter 'conv_weight' from shape (4, 3, 3, 3) to (4, 4, 3, 3)")
+    error = refuses(mod, make_batch(form, data, label), "batch device 1", "(3, 4, 6, 6)",
+                    "parameter 'conv_weight' from shape (4, 3, 3, 3) to (4, 4, 3, 3)")
+    assert isinstance(error.__cause__, mx.base.MXNetError)  # MXNet's refusal, kept as the cause
+
+
+def test_a_stock_bound_module_fed_a_per_device_batch_of_other_channels_is_refused_as_it_was():
+    module = mx.mod.Module(SYMBOL, context=[mx.cpu(0), mx.cpu(1)])
+    module.bind([("data", (4, 3, 6, 6))], [("softmax_label", (4,))])
+    module.set_params(*PARAMS)
+    data, label = arrays()
+    data[0] = [mx.nd.ones((2, 4, 8, 10))]
+    with mxpatch_bind.patched():
+        refuses(module, make_batch("device-lists", data, label), "batch device 0",
+                "parameter 'conv_weight'")
 
 
 def test_a_wrong_channel_count_is_refused_every_time_and_a_right_one_then_runs(mod):
     data, label = arrays()
     wrong = [data[0], [mx.nd.ones((3, 4, 6, 6))]]
-    for _ in range(2):  # the second answer comes from the group's memory of the first
+    for _ in range(2):
         refuses(mod, make_batch("device-lists", wrong, label), "'conv_weight'")
     data[1] = [mx.nd.ones((3, 3, 7, 5))]
     mod.forward(make_batch("device-lists", data, label), is_train=True)
