@@ -378,8 +378,10 @@ def _weighted(module, store, optimizer, optimizer_params):
     """``optimizer_params`` with ``rescale_grad = 1/(samples of all workers)``; a given
     ``rescale_grad`` (or optimizer object) is kept, with a warning unless it is that value."""
     local = module._exec_group.batch_size
+    # nd.full, not nd.array: MXNet's nd.array asks SciPy's deprecated scipy.sparse.csr
+    # namespace where SciPy is installed, a DeprecationWarning on every call.
     total = int(store.allreduce("__mxpatch_bind_samples__",
-                                [mx.nd.array([local])]).asscalar())
+                                [mx.nd.full((1,), local)]).asscalar())
     if isinstance(optimizer, str) and "rescale_grad" not in dict(optimizer_params):
         return dict(optimizer_params, rescale_grad=1.0 / total)
     given = (dict(optimizer_params)["rescale_grad"] if isinstance(optimizer, str)
