@@ -24,6 +24,7 @@ from .command import (
     Finding,
     add_arguments,
     apply,
+    build_extensions,
     check_imports,
     main,
     run,
@@ -32,11 +33,12 @@ from .command import (
     vendored_kind,
 )
 
-__all__ = ["Finding", "scan", "apply", "check_imports", "summary", "vendored_kind",
+__all__ = ["Finding", "scan", "apply", "check_imports", "build_extensions", "summary",
+           "vendored_kind",
            "add_arguments", "run", "main", "VENDORED_MODULE", "VENDORED_GROUP", "COMPAT_MODULE"]
 
 # Documented as mxpatch_bind.migrate.X, where users import them from.
-for _public in (Finding, add_arguments, apply, check_imports, main, run, scan, summary,
-                vendored_kind):
+for _public in (Finding, add_arguments, apply, build_extensions, check_imports, main, run,
+                scan, summary, vendored_kind):
     _public.__module__ = __name__
 del _public

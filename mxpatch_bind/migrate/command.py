@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import Callable
 
 from .._cli_types import Parser, UsageError, run_parsed
-from . import edits, files, traps
+from . import edits, extensions, files, traps
 from . import port as py2
 from .checks import CHECK, COMPAT_MODULE, INSTALL_EXTRA, OK, REWRITE
 from .fork import VENDORED_GROUP, VENDORED_MODULE
 from .fork import vendored_kind as _vendored_kind
 from .scanner import DELETE, IMPORTS, IO_ERROR, PORT, Scan
 
-__all__ = ["Finding", "scan", "apply", "check_imports", "summary", "vendored_kind",
-           "add_arguments", "run", "main"]
+__all__ = ["Finding", "scan", "apply", "check_imports", "build_extensions", "summary",
+           "vendored_kind", "add_arguments", "run", "main"]
 
 REWRITTEN, DELETED, PORTED = "rewritten", "deleted", "ported"
 # What a finding asks for. Pending REWRITE / DELETE / PORT and every CHECK make the exit 1.
@@ -159,7 +159,7 @@ def apply(path: str | os.PathLike, findings: list[Finding], *, write: bool = Fal
     "print('hello')\\n"
     """
     _require(write, to_python3)
-    root, entries = files.walk(Path(path))
+    root, entries = files.walk(Path(path), (".py", ".pyx"))
     by_path = {str(e.rel): e for e in entries}
     result = list(findings)
     done: set[tuple[str, int]] = set()
@@ -266,6 +266,12 @@ def _edited(text, chosen, filename):
     for edit in {f.edit for f in chosen if f.edit[0] == "traps"}:
         new = traps.fix(new, python2_division=edit[1])[0]
         made.add(edit)
+    for edit in {f.edit for f in chosen if f.edit[0] == "guard"}:
+        new = extensions.guard_import(new, set(edit[1]))[0]
+        made.add(edit)
+    if any(f.edit[0] == "pyx" for f in chosen):
+        new = extensions.port_pyx(new)[0]
+        made.add(("pyx",))
     return new, made, warnings
 
 
@@ -318,6 +324,38 @@ def check_imports(path: str | os.PathLike) -> list[Finding]:
                   key=lambda f: (f.path, f.line, f.message))
 
 
+def build_extensions(path: str | os.PathLike, cuda: bool = True,
+                     stream=None) -> list[Finding]:
+    """Build the compiled extensions of the tree at ``path`` in place; one ``'ok'`` finding
+    per extension built or skipped (CUDA ones without nvcc, or with ``cuda=False``), one
+    ``'check'`` per failed build, whose compiler output goes to ``stream`` (default:
+    standard error).
+
+    Needs Cython and NumPy (``pip install cython "numpy<1.24"``) and a C compiler.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from mxpatch_bind.migrate import build_extensions
+    >>> build_extensions(pathlib.Path(tempfile.mkdtemp()))  # no setup*.py: nothing to build
+    []
+    """
+    root = Path(path) if Path(path).is_dir() else Path(path).parent
+    stream = sys.stderr if stream is None else stream
+    found = []
+    for built in extensions.build(root, cuda=cuda):
+        setup = built.ext.setup.relative_to(root).as_posix()
+        where = f"{built.ext.folder.relative_to(root).as_posix()}/{built.ext.name}"
+        if built.status == "failed":
+            stream.write(f"migrate: building {where} ({setup}) failed:\n{built.detail}\n")
+            found.append(Finding(setup, 1, CHECK, f"extension {where} failed to build: "
+                                                  f"{built.detail.splitlines()[-1:] or ['']}"))
+        else:
+            found.append(Finding(setup, 1, OK, f"extension {where}: {built.status}"
+                                               + (f" ({built.detail})" if built.detail else "")))
+    return found
+
+
 def summary(findings: list[Finding]) -> str:
     """The one-line summary that ends the report.
 
@@ -367,6 +405,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="report only the imports that do not resolve as the repository "
                              "runs (and the Python 2 files, checked once ported); every run "
                              "checks them after its writes, and exits 0 only when all resolve")
+    parser.add_argument("--build-ext", nargs="?", const="auto", choices=["auto", "cpu"],
+                        help="then build the tree's compiled extensions in place (every "
+                             "Extension of its setup*.py: the CPU ones with Cython and NumPy's "
+                             "headers; the CUDA ones where nvcc is, unless --build-ext=cpu); a "
+                             "failed build is a [check], the compiler's last lines on stderr")
     parser.add_argument("--diff", action="store_true",
                         help="print what --write / --to-python3 / --delete-vendored would "
                              "change, as a unified diff, and write nothing")
@@ -396,6 +439,8 @@ def run(args: argparse.Namespace) -> int:
                      preview=preview)
     if preview is None and any(f.action in _DONE.values() for f in findings):
         findings = [f for f in findings if f.edit != IMPORTS] + check_imports(args.path)
+    if args.build_ext:
+        findings += build_extensions(args.path, cuda=args.build_ext == "auto")
     findings.sort(key=lambda f: (f.path, f.line, f.action, f.message))
     for finding in findings:
         print(finding)

@@ -53,7 +53,7 @@ class Source:
         return codecs.BOM_UTF8 + body if self.bom else body
 
 
-def walk(path: Path) -> tuple[Path, list[Entry]]:
+def walk(path: Path, suffixes: tuple = (".py",)) -> tuple[Path, list[Entry]]:
     """(root, the ``.py`` entries under ``path`` in sorted order); a file is its own tree.
 
     Directories are not followed through symbolic links (a link loop cannot hang the walk).
@@ -70,7 +70,7 @@ def walk(path: Path) -> tuple[Path, list[Entry]]:
     for directory, subdirs, names in os.walk(path, onerror=unlisted.append):
         subdirs[:] = sorted(d for d in subdirs if not skipped_dir(Path(directory), d))
         for name in sorted(names):
-            if name.endswith(".py"):
+            if name.endswith(suffixes):
                 entry = _entry(path, Path(directory) / name, root_real)
                 if entry is not None:
                     entries.append(entry)

@@ -64,6 +64,7 @@ class ImportModel:
         self.dirs = {parent for rel in self.modules for parent in rel.parents}
         self.extensions = _extensions(self.root)
         self.roots = self._roots()
+        self.loose_scripts = self._loose_scripts()
 
     # ------------------------------------------------------------------ sys.path
     def _roots(self) -> set[PurePosixPath]:
@@ -79,12 +80,30 @@ class ImportModel:
                     continue  # a folder outside the tree: not ours to model
         return roots
 
+    def _loose_scripts(self) -> set[PurePosixPath]:
+        """Files that run as scripts without saying so: work at their top level (a call, a
+        loop), no ``if __name__ == '__main__'``, and no import in the tree names them.
+        They are top-level modules (their imports stay absolute), with their own folder on
+        ``sys.path``; they do not put that folder there for the others."""
+        named = set()
+        for tree in self.trees.values():
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    named |= {part for a in node.names for part in a.name.split(".")}
+                elif isinstance(node, ast.ImportFrom):
+                    named |= set((node.module or "").split(".")) | {a.name for a in node.names}
+        return {rel for rel, tree in self.trees.items()
+                if rel.name != "__init__.py" and rel.stem not in named
+                and rel.parent not in self.roots and _works_at_top_level(tree)}
+
     def _search_path(self, rel) -> list[PurePosixPath]:
         """The folders an absolute import in ``rel`` searches: the model's, deepest first;
         then, for a file no folder of the model reaches, the top of its own package (how it
         must be run); then the tree's root."""
         folders = sorted(self.roots, key=lambda r: (-len(r.parts), str(r)))
-        if self.package_of(rel) is None:
+        if PurePosixPath(rel) in self.loose_scripts:
+            folders.insert(0, PurePosixPath(rel).parent)
+        elif self.package_of(rel) is None:
             top = PurePosixPath(rel).parent
             while top in self.dirs_with_init and top != PurePosixPath("."):
                 top = top.parent
@@ -95,6 +114,8 @@ class ImportModel:
         """The dotted package ``rel`` runs in: ``''`` for a top-level module (its folder is
         on ``sys.path``), None where no folder of the model reaches it."""
         rel = PurePosixPath(rel)
+        if rel in getattr(self, "loose_scripts", ()):
+            return ""
         directory = rel.parent
         parts: list[str] = []
         while True:
@@ -220,6 +241,17 @@ def runs_as_main(tree: ast.Module) -> bool:
             if any(isinstance(n, ast.Name) and n.id == "__name__" for n in names) and any(
                     isinstance(n, ast.Constant) and n.value == "__main__" for n in names):
                 return True
+    return False
+
+
+def _works_at_top_level(tree: ast.Module) -> bool:
+    """Whether the module does work when run: a call, a loop, a ``with`` or an ``if`` at its
+    top level (not only definitions, imports and assignments)."""
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            return True
+        if isinstance(node, (ast.For, ast.While, ast.With, ast.If)):
+            return True
     return False
 
 

@@ -12,7 +12,7 @@ import ast
 import re
 from pathlib import PurePosixPath
 
-from . import fork, frozen, imports, operators, traps
+from . import extensions, files, fork, frozen, imports, operators, traps
 from . import port as py2
 from .checks import (
     CHECK,
@@ -177,6 +177,7 @@ class Scan:
         self._frozen_findings()
         self._plan_deletions()
         self._operator_findings()
+        self._extension_findings()
         self.import_findings()
         return sorted(self.out, key=lambda f: (f.path, f.line, f.action, f.message))
 
@@ -193,6 +194,46 @@ class Scan:
                 if (str(rel), line) not in rewritten:
                     self.add(rel, line, CHECK, message, edit=IMPORTS)
         return self.out[start:]
+
+    def _extension_findings(self):
+        """The ``.pyx`` files Cython 3 or Python 3 refuses, and the module-level imports of
+        CUDA-only extensions that a CPU build cannot satisfy: --to-python3 fixes both."""
+        for entry in files.walk(self.root, (".pyx",))[1]:
+            if entry.problem or entry.read_only:
+                continue
+            try:
+                text = read(entry.path).text
+            except FileProblem:
+                continue
+            changes = extensions.port_pyx(text)[1]
+            if changes:
+                lines = sorted({line for line, _ in changes})
+                whats = "; ".join(sorted({what for _, what in changes}))
+                self.add(entry.rel, lines[0], PORT, f"Cython source written for Python 2 "
+                                                    f"({whats}): --to-python3 ports it",
+                         edit=("pyx",))
+        cuda = {name for folder, name in extensions.cuda_only(self.root)}
+        if not cuda:
+            return
+        for rel, parsed in sorted(self.files.items()):
+            names = sorted({node.module.split(".")[-1] for node in parsed.tree.body
+                            if isinstance(node, ast.ImportFrom) and node.module
+                            and node.module.split(".")[-1] in cuda
+                            and self._is_cuda_extension(rel, node)})
+            if names:
+                line = min(n.lineno for n in parsed.tree.body if isinstance(n, ast.ImportFrom)
+                           and n.module and n.module.split(".")[-1] in names)
+                plural = "s" if len(names) > 1 else ""
+                self.add(rel, line, PORT, f"imports the CUDA extension{plural} "
+                                          f"{', '.join(names)} at module level: a CPU build "
+                                          "fails at import; --to-python3 guards it (a call "
+                                          "then names CUDA)", edit=("guard", tuple(names)))
+
+    def _is_cuda_extension(self, rel, node):
+        target = (self.model.sibling(rel, node.module) if not node.level
+                  and node.module.split(".")[0] in self.model.local_names(rel)
+                  else self.model.resolve(rel, node.module, node.level))
+        return target is not None and target.kind == "extension"
 
     def _operator_findings(self):
         """A ``[check]`` at each call of an operator the installed MXNet lacks."""

@@ -1,0 +1,123 @@
+"""The family's compiled extensions: the Python 2 ``.pyx`` that Cython 3 refuses or that
+fails at its first call, ported; a CUDA-only extension's import guarded; the build command
+that builds a migrated tree's extensions in place and fails loudly. The ``.pyx`` sources are
+written here, each reproducing one of the family's traps."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from mxpatch_bind import migrate
+from mxpatch_bind.migrate import extensions
+from test_migrate import run_migrate
+from test_migrate_imports import write_tree
+
+pytest.importorskip("fissix")
+pytest.importorskip("libcst")
+
+# pycocotools' _frString, cpu_nms's buffers and _mask's len()/2, in miniature
+TRAPS_PYX = """\
+import numpy as np
+cimport numpy as np
+
+def counts_length(obj):
+    cdef bytes py_string
+    cdef char* c_string
+    py_string = str(obj['counts'])
+    c_string = py_string
+    return len(c_string)
+
+def order(np.ndarray[np.float32_t, ndim=1] scores):
+    cdef np.ndarray[np.int_t, ndim=1] order = scores.argsort()[::-1].astype('i')
+    cdef np.ndarray[np.int_t, ndim=1] kept = np.zeros((scores.shape[0]), dtype=np.int)
+    cdef unsigned long half = len(order)/2
+    return order.tolist(), kept.tolist(), half
+"""
+
+SETUP = """\
+from distutils.extension import Extension
+import numpy as np
+
+ext_modules = [
+    Extension('traps', ['traps.pyx'], include_dirs=[np.get_include()]),
+    Extension('gpu_nms', ['nms_kernel.cu', 'gpu_nms.pyx'], include_dirs=[np.get_include()]),
+]
+"""
+
+
+def test_port_pyx_fixes_each_trap_and_names_it():
+    ported, changes = extensions.port_pyx(TRAPS_PYX)
+    assert ported.startswith(extensions.LANGUAGE_LEVEL + "\n")
+    assert "    py_string = obj['counts'].encode('ascii') if isinstance(obj['counts'], str) " \
+           "else obj['counts']\n" in ported
+    assert ".astype(np.int_)\n" in ported and "dtype=np.int_)" in ported
+    assert "= len(order) // 2\n" in ported
+    assert [line for line, _ in changes] == [1, 7, 12, 13, 14]
+    assert extensions.port_pyx(ported) == (ported, [])  # once
+
+
+def test_the_cuda_only_extensions_are_read_from_the_setup_scripts(tmp_path):
+    root = write_tree(tmp_path, {"lib/nms/setup_linux.py": SETUP,
+                                 "lib/nms/setup_windows.py": "Extension('win_only', ['a.cu'])\n"})
+    assert extensions.cuda_only(root) == {(root / "lib/nms", "gpu_nms")}
+    assert [e.name for e in extensions.extensions(root)] == ["traps", "gpu_nms"]
+
+
+GUARDED = {
+    "lib/__init__.py": "",
+    "lib/nms/__init__.py": "",
+    "lib/nms/setup_linux.py": SETUP,
+    "lib/nms/gpu_nms.pyx": "def gpu_nms(dets, thresh):\n    return []\n",
+    "lib/nms/nms.py": "from gpu_nms import gpu_nms as nms_gpu\n\n\ndef fast(d):\n"
+                      "    return nms_gpu(d, 0.3)\n",
+    "lib/train.py": "from nms import nms\nprint 'imported'\nnms.fast([])\n",
+}
+
+
+def test_a_cuda_only_import_is_guarded_and_a_call_names_cuda(tmp_path, capsys):
+    root = write_tree(tmp_path, GUARDED)
+    status, lines = run_migrate(capsys, root)
+    assert ("lib/nms/nms.py:1: [port] imports the CUDA extension gpu_nms at module level: a "
+            "CPU build fails at import; --to-python3 guards it (a call then names CUDA)") in lines
+    run_migrate(capsys, root, "--to-python3")
+    assert (root / "lib/nms/nms.py").read_text().startswith(
+        "try:\n    from .gpu_nms import gpu_nms as nms_gpu\nexcept ImportError:")
+    ran = subprocess.run([sys.executable, "lib/train.py"], cwd=root, capture_output=True,
+                         text=True, timeout=60)
+    assert ran.stdout == "imported\n"
+    assert "ImportError: gpu_nms is a CUDA extension, not built on this machine" in ran.stderr
+    assert run_migrate(capsys, root, "--to-python3")[1][-1].endswith("nothing to migrate")
+
+
+@pytest.mark.slow  # compiles a C extension (about 10 s)
+def test_the_build_command_builds_the_ported_extension_and_it_runs(tmp_path, capsys):
+    pytest.importorskip("Cython")
+    root = write_tree(tmp_path, {"lib/nms/setup_linux.py": SETUP,
+                                 "lib/nms/traps.pyx": TRAPS_PYX,
+                                 "lib/nms/gpu_nms.pyx": "def gpu_nms(d, t):\n    return []\n"})
+    status, lines = run_migrate(capsys, root, "--to-python3", "--build-ext=cpu")
+    assert "lib/nms/setup_linux.py:1: [ok] extension lib/nms/traps: built" in lines
+    assert ("lib/nms/setup_linux.py:1: [ok] extension lib/nms/gpu_nms: skipped (needs CUDA; a "
+            "CPU build)") in lines
+    assert status == 0, lines
+    code = textwrap.dedent("""\
+        import numpy as np, traps
+        print(traps.counts_length({'counts': 'abc'}), traps.counts_length({'counts': b'ab'}))
+        print(traps.order(np.array([0.1, 0.9, 0.5], dtype=np.float32)))
+        """)
+    ran = subprocess.run([sys.executable, "-c", code], cwd=root / "lib/nms",
+                         capture_output=True, text=True, timeout=60)
+    assert ran.stdout == "3 2\n([1, 2, 0], [0, 0, 0], 1)\n", ran.stderr
+
+
+@pytest.mark.slow  # runs the compiler on a broken source
+def test_a_failed_build_is_a_check_with_the_compilers_words(tmp_path, capsys):
+    pytest.importorskip("Cython")
+    root = write_tree(tmp_path, {"ext/setup.py": "Extension('broken', ['broken.pyx'])\n",
+                                 "ext/broken.pyx": "cdef int x = 'not an int'\n"})
+    found = migrate.build_extensions(root, cuda=False)
+    assert [(f.path, f.action) for f in found] == [("ext/setup.py", "check")]
+    assert found[0].message.startswith("extension ext/broken failed to build")
+    assert "building ext/broken (ext/setup.py) failed:" in capsys.readouterr().err
