@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Callable
 
 from .._cli_types import Parser, UsageError, run_parsed
-from . import edits, extensions, files, traps
+from . import edits, extensions, files, operators, traps
 from . import port as py2
 from .checks import CHECK, COMPAT_MODULE, INSTALL_EXTRA, OK, REWRITE
+from .edits import parses_as_python3
 from .fork import VENDORED_GROUP, VENDORED_MODULE
 from .fork import vendored_kind as _vendored_kind
 from .scanner import DELETE, IMPORTS, IO_ERROR, PORT, Scan
@@ -269,6 +270,10 @@ def _edited(text, chosen, filename):
     for edit in {f.edit for f in chosen if f.edit[0] == "guard"}:
         new = extensions.guard_import(new, set(edit[1]))[0]
         made.add(edit)
+    if any(f.edit[0] == "compat-op" for f in chosen):
+        if parses_as_python3(new):
+            new = operators.use_compat(new)
+            made.add(("compat-op",))
     if any(f.edit[0] == "pyx" for f in chosen):
         new = extensions.port_pyx(new)[0]
         made.add(("pyx",))

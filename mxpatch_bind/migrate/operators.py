@@ -38,7 +38,7 @@ _REGISTER = re.compile(r"(?:MXNET_REGISTER_OP_PROPERTY|NNVM_REGISTER_OP|MXNET_RE
                        r"\(\s*(?:_contrib_)?(\w+)")
 _SOURCES = (".cc", ".cu", ".cpp", ".h")
 # What mxpatch_bind.compat provides in stock operators, by the name the family calls.
-COMPAT_OPERATORS: set[str] = set()
+COMPAT_OPERATORS = {"ChannelOperator"}
 
 
 def calls(tree: ast.Module) -> list[tuple[int, str, str, str]]:
@@ -107,11 +107,36 @@ def missing_message(spelled: str, name: str, version: str, sources: list[str]) -
     """The ``[check]`` text for an operator the installed MXNet lacks."""
     head = f"{spelled} is not in the installed MXNet {version}"
     if name in COMPAT_OPERATORS:
-        return (f"{head}: mxpatch_bind.compat.{name} builds it from stock operators "
-                f"(call that instead)")
+        return (f"{head}: --write calls mxpatch_bind.compat.{name} instead, built from stock "
+                "operators")
     if sources:
         shown = ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3
                                           else "")
         return (f"{head}: the repository's own C++ operator ({shown}) has to be built into "
                 "MXNet from source")
     return f"{head}, and the repository has no C++ source for it"
+
+
+def use_compat(text: str) -> str:
+    """``text`` (Python 3) with each call of an operator :data:`COMPAT_OPERATORS` names,
+    through any namespace, pointed at ``mxpatch_bind.compat`` (and that module imported)."""
+    from .traps import _add_import, _module_names
+
+    tree = ast.parse(text)
+    lines = text.splitlines(True)
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in COMPAT_OPERATORS and (node.lineno, node.func.attr) in {
+                    (line, name) for line, _, name, _ in calls(tree)}:
+            func = node.func
+            if func.lineno == func.end_lineno:
+                spans.append((func.lineno, func.col_offset, func.end_col_offset, func.attr))
+    for line, start, end, name in sorted(spans, reverse=True):
+        raw = lines[line - 1].encode("utf-8")
+        lines[line - 1] = (raw[:start] + f"mxpatch_bind.compat.{name}".encode() + raw[end:]
+                           ).decode("utf-8")
+    new = "".join(lines)
+    if spans and "mxpatch_bind.compat" not in _module_names(tree, "mxpatch_bind.compat"):
+        new = _add_import(new, "import mxpatch_bind.compat")
+    return new

@@ -20,6 +20,7 @@ from .checks import (
     FORK_LOADERS,
     INSTALL_EXTRA,
     OK,
+    REWRITE,
     FileChecks,
     is_per_device_loader,
 )
@@ -250,7 +251,10 @@ class Scan:
             return
         sources = None
         for rel, line, namespace, name, spelled in found:
-            if name not in table[namespace]:
+            if name not in table[namespace] and name in operators.COMPAT_OPERATORS:
+                self.add(rel, line, REWRITE, operators.missing_message(
+                    spelled, name, table["version"], []), edit=("compat-op",))
+            elif name not in table[namespace]:
                 sources = operators.own_sources(self.root) if sources is None else sources
                 self.add(rel, line, CHECK, operators.missing_message(
                     spelled, name, table["version"], sources.get(name, [])))

@@ -70,3 +70,48 @@ def test_calls_reads_every_spelling_and_alias():
     assert operators.calls(tree) == [(3, "nd.contrib", "A", "mx.ndarray.contrib.A"),
                                      (4, "nd.contrib", "B", "mxnet.contrib.nd.B"),
                                      (5, "sym", "C", "mx.sym.C")]
+
+
+FCIS_STYLE = {
+    "fcis/__init__.py": "",
+    "fcis/symbols/__init__.py": "import group_max\n",
+    "fcis/symbols/group_max.py": """\
+import mxnet as mx
+
+
+def get_symbol(num_classes):
+    data = mx.sym.Variable('data')
+    print 'building'
+    return mx.contrib.sym.ChannelOperator(name='psroipool_cls', data=data,
+                                          group=num_classes, op_type='Group_Max')
+""",
+    "fcis/run.py": """\
+import mxnet as mx
+import numpy as np
+from symbols import group_max
+
+if __name__ == '__main__':
+    data = np.arange(2 * 6 * 2 * 2, dtype=np.float32).reshape((2, 6, 2, 2)) % 7
+    executor = group_max.get_symbol(3).simple_bind(mx.cpu(), data=data.shape)
+    executor.arg_dict['data'][:] = data
+    out = executor.forward()[0].asnumpy()
+    print np.array_equal(out, data.reshape((2, 3, 2, 2, 2)).max(axis=2)), out.shape
+""",
+}
+
+
+def test_write_points_fcis_channel_operator_at_compat_and_the_symbol_runs(tmp_path, capsys):
+    import subprocess
+    import sys
+    root = write_tree(tmp_path, FCIS_STYLE)
+    status, lines = run_migrate(capsys, root)
+    version = operators.installed()["version"]
+    assert (f"fcis/symbols/group_max.py:7: [rewrite] mx.contrib.sym.ChannelOperator is not in "
+            f"the installed MXNet {version}: --write calls mxpatch_bind.compat.ChannelOperator "
+            "instead, built from stock operators") in lines
+    assert run_migrate(capsys, root, "--write", "--to-python3")[0] == 0
+    assert "return mxpatch_bind.compat.ChannelOperator(name='psroipool_cls'" in (
+        root / "fcis/symbols/group_max.py").read_text()
+    ran = subprocess.run([sys.executable, "fcis/run.py"], cwd=root, capture_output=True,
+                         text=True, timeout=120)
+    assert (ran.returncode, ran.stdout) == (0, "building\nTrue (2, 3, 2, 2)\n"), ran.stderr
