@@ -444,7 +444,7 @@ def run(args: argparse.Namespace) -> int:
                      preview=preview)
     if preview is None and any(f.action in _DONE.values() for f in findings):
         findings = [f for f in findings if f.edit != IMPORTS] + check_imports(args.path)
-    if args.build_ext:
+    if args.build_ext and not args.diff:  # --diff writes nothing, builds included
         findings += build_extensions(args.path, cuda=args.build_ext == "auto")
     findings.sort(key=lambda f: (f.path, f.line, f.action, f.message))
     for finding in findings:

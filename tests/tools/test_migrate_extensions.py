@@ -121,3 +121,15 @@ def test_a_failed_build_is_a_check_with_the_compilers_words(tmp_path, capsys):
     assert [(f.path, f.action) for f in found] == [("ext/setup.py", "check")]
     assert found[0].message.startswith("extension ext/broken failed to build")
     assert "building ext/broken (ext/setup.py) failed:" in capsys.readouterr().err
+
+
+def test_diff_with_build_ext_builds_nothing_and_shows_the_pyx_port(tmp_path, capsys):
+    from test_migrate import snapshot
+    root = write_tree(tmp_path, {"lib/nms/setup_linux.py": SETUP,
+                                 "lib/nms/traps.pyx": TRAPS_PYX})
+    before = snapshot(root)
+    status, lines = run_migrate(capsys, root, "--to-python3", "--build-ext", "--diff")
+    assert snapshot(root) == before
+    assert "+" + extensions.LANGUAGE_LEVEL in lines
+    assert not any("extension" in line for line in lines if line.startswith("lib/"))
+    assert status == 1
