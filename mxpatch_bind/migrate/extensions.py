@@ -75,11 +75,31 @@ def port_pyx(text: str) -> tuple[str, list[tuple[int, str]]]:
             lines[number - 1] = new
             changes.append((number, _what(line, new)))
     text = "".join(lines)
+    text = _numpy_owned_malloc(text, changes)
     if not _LEVEL.search(text):
         newline = "\r\n" if "\r\n" in text else "\n"
         text = LANGUAGE_LEVEL + newline + text
         changes.insert(0, (1, "language_level=2, which Cython 3 no longer assumes"))
     return text, changes
+
+
+def _numpy_owned_malloc(text, changes):
+    """``PyMem_Malloc`` -> ``malloc`` in a file that hands its buffers to NumPy with
+    ``NPY_OWNDATA`` and never calls ``PyMem_Free``: NumPy frees them with ``free()``, and on
+    Python 3 ``PyMem_Malloc`` is pymalloc's (pycocotools' ``_mask.pyx``: ``free(): invalid
+    pointer``, the process aborts when an IoU array is freed)."""
+    if "NPY_OWNDATA" not in text or "PyMem_Free(" in text or "PyMem_Malloc(" not in text:
+        return text
+    lines = text.splitlines(True)
+    for number, line in enumerate(lines, 1):
+        if "PyMem_Malloc(" in line and not line.lstrip().startswith(("#", "from", "cimport")):
+            lines[number - 1] = line.replace("PyMem_Malloc(", "malloc(")
+            changes.append((number, "PyMem_Malloc for a buffer NumPy frees with free(): malloc"))
+    text = "".join(lines)
+    if not re.search(r"^from libc\.stdlib cimport .*\bmalloc\b", text, re.M):
+        newline = "\r\n" if "\r\n" in text else "\n"
+        text = f"from libc.stdlib cimport malloc{newline}" + text
+    return text
 
 
 def _ending(line):
@@ -89,6 +109,8 @@ def _ending(line):
 def _what(old, new):
     if "isinstance(" in new and "isinstance(" not in old:
         return "str() into a bytes variable: encoded on Python 3"
+    if "malloc(" in new and "PyMem_Malloc(" in old:
+        return "PyMem_Malloc for a buffer NumPy frees with free(): malloc"
     if ".astype(np.int_)" in new and ".astype(np.int_)" not in old:
         return "astype('i') into an np.int_t buffer: np.int_ (64 bits on Linux)"
     if "//" in new and "//" not in old:

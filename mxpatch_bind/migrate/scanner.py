@@ -276,13 +276,18 @@ class Scan:
         yaml_lines = traps.yaml_loads(tree)
         found += [f"yaml.load without a Loader at line {_lines(yaml_lines)} (PyYAML 6 requires "
                   "one)"] if yaml_lines else []
+        others = sorted({n.lineno for n in traps.linspace_counts(tree)}
+                        | {m.lineno for m, _ in traps.pickle_files(tree)}
+                        | {c.lineno for c in traps.pickle_loads_without_encoding(tree)})
+        found += [f"np.linspace with a float num, a pickle in a text-mode file, or pickle.load "
+                  f"without encoding= at line {_lines(others)}"] if others else []
         pickled = traps.pickled_op_arguments(tree)
         found += [f"pickle through mx.sym.Custom's keywords at line {_lines(pickled)} (bytes "
                   "reach the op as \"b'...'\")"] if pickled else []
         if found:
             first = min(traps.divisions(tree) + traps.int_divisions(tree) if division else [],
                         default=None)
-            line = min(x for x in (first, *yaml_lines, *pickled) if x is not None)
+            line = min(x for x in (first, *yaml_lines, *pickled, *others) if x is not None)
             self.add(rel, line, PORT, f"Python 3 traps: {'; '.join(found)}: --to-python3 fixes "
                                       "them", edit=("traps", division))
 

@@ -7,6 +7,12 @@
   the pickle's NUL bytes could not pass either). The symbol side becomes
   ``base64.b64encode(pickle.dumps(cfg)).decode('ascii')``, the op side (``pickle.loads`` of an
   argument of a ``CustomOpProp``'s ``__init__``) ``pickle.loads(base64.b64decode(cfg))``.
+- ``np.linspace(a, b, np.round(...) + 1)``: NumPy 1.18 refuses a float ``num`` (pycocotools'
+  ``cocoeval.py``); it is wrapped in ``int()``, which older NumPy applied itself.
+- ``open(path, 'w')`` / ``'r'`` of a file ``pickle.dump`` / ``pickle.load`` is given in the same
+  function gets ``'b'``: pickles are bytes on Python 3.
+- ``pickle.load(f)`` gets ``encoding='latin1'``: a cache Python 2 wrote (``data/cache/*.pkl``)
+  then loads as Python 2 read it; a pickle Python 3 wrote loads the same either way.
 - ``/``: Python 2 divided integers to an integer. Where both operands are integers by their
   form (``len(...)``, ``int(...)``, ``x.shape[i]``, integer literals, and arithmetic of those)
   it becomes ``//``, which is what Python 2 computed; where an operand is a float by its form
@@ -87,6 +93,79 @@ def pickled_op_arguments(tree: ast.Module) -> list[int]:
     lines += [call.lineno for call in _op_loads(tree, names)
               if isinstance(call.args[0], ast.Name)]
     return sorted(lines)
+
+
+def linspace_counts(tree: ast.Module) -> list[ast.expr]:
+    """The ``num`` of each ``np.linspace`` call that is not an integer by its form (NumPy
+    1.18 refuses a float there, ``np.round(...) + 1`` for one; older NumPy took its int())."""
+    names = _module_names(tree, "numpy")
+    found = []
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and _is_attr_call(call, names, "linspace"):
+            num = call.args[2] if len(call.args) > 2 else next(
+                (k.value for k in call.keywords if k.arg == "num"), None)
+            if num is not None and not _is_int(num) and not isinstance(num, ast.Name):
+                found.append(num)
+    return found
+
+
+def pickle_files(tree: ast.Module) -> list[tuple[ast.Constant, str]]:
+    """``(mode literal, new mode)`` for each ``open(path, 'w'/'r')`` whose file a
+    ``pickle.dump`` / ``pickle.load`` in the same function (or module) is given: pickles are
+    bytes on Python 3 (``write() argument must be str, not bytes``)."""
+    names = _module_names(tree, "pickle") | _module_names(tree, "cPickle")
+    found = []
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef,
+                                                              ast.AsyncFunctionDef))]
+    module_level = ast.Module(body=[n for n in tree.body if not isinstance(
+        n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))], type_ignores=[])
+    for scope in [module_level, *functions]:
+        pickled = {_pickled_file(call, names) for call in ast.walk(scope)} - {None}
+        for name, opened in _opened_files(scope):
+            mode = opened.args[1] if len(opened.args) > 1 else None
+            if name in pickled and isinstance(mode, ast.Constant) \
+                    and isinstance(mode.value, str) and "b" not in mode.value:
+                found.append((mode, mode.value + "b"))
+    unique = {id(mode): (mode, new) for mode, new in found}
+    return list(unique.values())
+
+
+def _pickled_file(node, names):
+    """The name of the file a ``pickle.dump(obj, f)`` / ``pickle.load(f)`` is given."""
+    if not isinstance(node, ast.Call):
+        return None
+    if _is_attr_call(node, names, "dump") and len(node.args) > 1:
+        file = node.args[1]
+    elif _is_attr_call(node, names, "load") and node.args:
+        file = node.args[0]
+    else:
+        return None
+    return file.id if isinstance(file, ast.Name) else None
+
+
+def _opened_files(scope):
+    """``(name, open call)`` for ``with open(...) as name`` and ``name = open(...)``."""
+    for node in ast.walk(scope):
+        items = []
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            items = [(item.optional_vars, item.context_expr) for item in node.items]
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            items = [(node.targets[0], node.value)]
+        for target, value in items:
+            if isinstance(target, ast.Name) and isinstance(value, ast.Call) \
+                    and isinstance(value.func, ast.Name) and value.func.id == "open":
+                yield target.id, value
+
+
+def pickle_loads_without_encoding(tree: ast.Module) -> list[ast.Call]:
+    """``pickle.load(f)`` of a file without ``encoding=``: a cache that Python 2 wrote
+    (``data/cache/*.pkl``) holds NumPy arrays whose bytes Python 3 decodes as ASCII
+    (UnicodeDecodeError); ``encoding='latin1'`` reads them as Python 2 did, and changes
+    nothing for a pickle Python 3 wrote."""
+    names = _module_names(tree, "pickle") | _module_names(tree, "cPickle")
+    return [call for call in ast.walk(tree) if isinstance(call, ast.Call)
+            and _is_attr_call(call, names, "load") and len(call.args) == 1
+            and not any(k.arg == "encoding" for k in call.keywords)]
 
 
 def _module_names(tree, module):
@@ -186,6 +265,7 @@ def fix(text: str, python2_division: bool) -> tuple[str, list[int]]:
                     and not _is_float(node.value):
                 unproven.add(node.lineno)
     edits += _yaml_edits(tree, text, offsets)
+    edits += _more_edits(tree, text, offsets)
     needs_base64 = False
     for call in _pickle_calls(tree):
         edits += _wrap(call, text, offsets)
@@ -247,6 +327,27 @@ def _yaml_edits(tree, text, offsets):
             comma = "" if inside.endswith(",") else ","
             loader = f"{comma} Loader={call.func.value.id}.SafeLoader"
             edits.append(((call.end_lineno, len(inside)), "", loader))
+    return edits
+
+
+def _more_edits(tree, text, offsets):
+    """np.linspace's num in int(); 'b' in the mode of a file pickled to or from;
+    encoding='latin1' for pickle.load."""
+    edits = []
+    for num in linspace_counts(tree):
+        start = _absolute(offsets, num.lineno, num.col_offset, text)
+        end = _absolute(offsets, num.end_lineno, num.end_col_offset, text)
+        edits += [((num.lineno, start), "", "int("), ((num.end_lineno, end), "", ")")]
+    for mode, new in pickle_files(tree):
+        start = _absolute(offsets, mode.lineno, mode.col_offset, text)
+        end = _absolute(offsets, mode.end_lineno, mode.end_col_offset, text)
+        quote = text[start]
+        edits.append(((mode.lineno, start), text[start:end], f"{quote}{new}{quote}"))
+    for call in pickle_loads_without_encoding(tree):
+        end = _absolute(offsets, call.end_lineno, call.end_col_offset, text) - 1  # ')'
+        inside = text[:end].rstrip()
+        comma = "" if inside.endswith(",") else ","
+        edits.append(((call.end_lineno, len(inside)), "", f"{comma} encoding='latin1'"))
     return edits
 
 

@@ -217,3 +217,65 @@ def test_the_pickle_fix_is_made_once(tmp_path, capsys):
     before = snapshot(root)
     assert run_migrate(capsys, root, "--to-python3")[0] == 0
     assert snapshot(root) == before
+
+
+# --------------------------------------------------------------------------- pickles and NumPy
+EVAL_PY2 = """\
+import cPickle
+import numpy as np
+
+
+def thresholds():
+    return np.linspace(.5, 0.95, np.round((0.95 - .5) / .05) + 1, endpoint=True)
+
+
+def save(eval_file, results):
+    with open(eval_file, 'w') as f:
+        cPickle.dump(results, f, cPickle.HIGHEST_PROTOCOL)
+
+
+def load(eval_file):
+    with open(eval_file, 'r') as f:
+        return cPickle.load(f)
+
+
+def log(path):
+    with open(path, 'w') as f:
+        f.write('text stays text')
+
+if __name__ == '__main__':
+    save('r.pkl', {'t': thresholds()})
+    print len(load('r.pkl')['t'])
+"""
+
+
+def test_pickles_and_linspace_run_after_the_port(tmp_path, capsys):
+    root = write_tree(tmp_path, {"evaluate.py": EVAL_PY2})
+    assert run_migrate(capsys, root, "--to-python3")[0] == 0
+    ported = (root / "evaluate.py").read_text()
+    assert "int(np.round((0.95 - .5) / .05) + 1)" in ported
+    assert "open(eval_file, 'wb')" in ported and "open(eval_file, 'rb')" in ported
+    assert "open(path, 'w')" in ported
+    assert "pickle.load(f, encoding='latin1')" in ported
+    ran = subprocess.run([sys.executable, "evaluate.py"], cwd=root, capture_output=True,
+                         text=True, timeout=60)
+    assert (ran.returncode, ran.stdout) == (0, "10\n"), ran.stderr
+
+
+def test_a_cache_python_2_pickled_loads_after_the_port(tmp_path, capsys):
+    import numpy as np
+    # protocol 2 with a Python 2 str holding an array's bytes: what cPickle.dump wrote
+    cache = (b"\x80\x02cnumpy.core.multiarray\n_reconstruct\nq\x00cnumpy\nndarray\nq\x01K\x00"
+             b"\x85q\x02U\x01bq\x03\x87q\x04Rq\x05(K\x01K\x02\x85q\x06cnumpy\ndtype\nq\x07U\x02"
+             b"f8q\x08K\x00K\x01\x87q\tRq\n(K\x03U\x01<q\x0bNNNJ\xff\xff\xff\xffJ\xff\xff\xff"
+             b"\xffK\x00tq\x0cb\x89U\x10\x00\x00\x00\x00\x00\x00\xf0?\x00\x00\x00\x00\x00\x00"
+             b"\x00\xc0q\rtq\x0eb.")
+    (tmp_path / "roidb.pkl").write_bytes(cache)
+    root = write_tree(tmp_path, {"cached.py": "import cPickle\n\nwith open('roidb.pkl', 'rb') "
+                                              "as fid:\n    roidb = cPickle.load(fid)\n"
+                                              "print roidb.tolist()\n"})
+    run_migrate(capsys, root, "--to-python3")
+    ran = subprocess.run([sys.executable, "cached.py"], cwd=root, capture_output=True,
+                         text=True, timeout=60)
+    assert (ran.returncode, ran.stdout) == (0, "[1.0, -2.0]\n"), ran.stderr
+    assert np.array_equal(np.array([1.0, -2.0]), np.array(eval(ran.stdout)))
