@@ -103,9 +103,25 @@ def own_sources(root: Path) -> dict[str, list[str]]:
     return found
 
 
-def missing_message(spelled: str, name: str, version: str, sources: list[str]) -> str:
-    """The ``[check]`` text for an operator the installed MXNet lacks."""
+def submodules(root: Path) -> list[str]:
+    """The paths of the tree's git submodules that are not checked out (an empty folder, or
+    none): SNIPER keeps its operators in one, ``SNIPER-mxnet``."""
+    try:
+        text = (root / ".gitmodules").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    paths = re.findall(r"^\s*path\s*=\s*(\S+)", text, re.M)
+    return [p for p in paths if not (root / p).is_dir() or not any((root / p).iterdir())]
+
+
+def missing_message(spelled: str, name: str, version: str, sources: list[str],
+                    elsewhere: str | None = None, unfetched: tuple = ()) -> str:
+    """The ``[check]`` text for an operator the installed MXNet lacks; ``elsewhere``: the
+    namespace where the installed MXNet has the name; ``unfetched``: submodules not checked
+    out, which may hold its source."""
     head = f"{spelled} is not in the installed MXNet {version}"
+    if elsewhere:
+        head += f" (it has mx.{elsewhere}.{name}, which may take other parameters)"
     if name in COMPAT_OPERATORS:
         return (f"{head}: --write calls mxpatch_bind.compat.{name} instead, built from stock "
                 "operators")
@@ -114,6 +130,10 @@ def missing_message(spelled: str, name: str, version: str, sources: list[str]) -
                                           else "")
         return (f"{head}: the repository's own C++ operator ({shown}) has to be built into "
                 "MXNet from source")
+    if unfetched:
+        return (f"{head}, and the tree has no C++ source for it; its git submodule "
+                f"{', '.join(unfetched)} is not checked out (git submodule update --init) and "
+                "may hold it")
     return f"{head}, and the repository has no C++ source for it"
 
 

@@ -256,8 +256,11 @@ class Scan:
                     spelled, name, table["version"], []), edit=("compat-op",))
             elif name not in table[namespace]:
                 sources = operators.own_sources(self.root) if sources is None else sources
+                elsewhere = next((other for other in ("sym.contrib", "sym", "nd.contrib", "nd")
+                                  if other[:2] == namespace[:2] and name in table[other]), None)
                 self.add(rel, line, CHECK, operators.missing_message(
-                    spelled, name, table["version"], sources.get(name, [])))
+                    spelled, name, table["version"], sources.get(name, []), elsewhere,
+                    tuple(operators.submodules(self.root))))
 
     @property
     def python2_code_base(self):

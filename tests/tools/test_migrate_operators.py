@@ -115,3 +115,19 @@ def test_write_points_fcis_channel_operator_at_compat_and_the_symbol_runs(tmp_pa
     ran = subprocess.run([sys.executable, "fcis/run.py"], cwd=root, capture_output=True,
                          text=True, timeout=120)
     assert (ran.returncode, ran.stdout) == (0, "building\nTrue (2, 3, 2, 2)\n"), ran.stderr
+
+
+def test_an_operator_in_an_unfetched_submodule_or_another_namespace_says_so(tmp_path, capsys):
+    root = write_tree(tmp_path, {
+        ".gitmodules": '[submodule "SNIPER-mxnet"]\n\tpath = SNIPER-mxnet\n\turl = x\n',
+        "symbols/net.py": "import mxnet as mx\n"
+                          "rois = mx.sym.MultiProposal(cls_prob=None, bbox_pred=None)\n"})
+    (root / "SNIPER-mxnet").mkdir()
+    status, lines = run_migrate(capsys, root)
+    version = operators.installed()["version"]
+    assert lines[0] == (
+        f"symbols/net.py:2: [check] mx.sym.MultiProposal is not in the installed MXNet "
+        f"{version} (it has mx.sym.contrib.MultiProposal, which may take other parameters), "
+        "and the tree has no C++ source for it; its git submodule SNIPER-mxnet is not checked "
+        "out (git submodule update --init) and may hold it")
+    assert status == 1
