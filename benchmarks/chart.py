@@ -42,7 +42,7 @@ def figure_of(out_dir):
     with plt.rc_context({"font.size": FONT_SIZE, "axes.titlesize": FONT_SIZE,
                          "axes.labelsize": FONT_SIZE, "legend.fontsize": FONT_SIZE,
                          "xtick.labelsize": FONT_SIZE, "ytick.labelsize": FONT_SIZE}):
-        figure, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 7.0))
+        figure, axes = plt.subplots(1, len(panels), figsize=(5.4 * len(panels), 6.2))
         axes = axes if len(panels) > 1 else [axes]
         for axis, (name, result) in zip(axes, panels):
             globals()["_" + name](axis, result)
@@ -55,22 +55,44 @@ def figure_of(out_dir):
 def _legend_below(axis):
     """The legend under the panel's x labels (and its x title), one entry per row: it
     covers nothing."""
-    below = -0.26 if axis.get_xlabel() else -0.14
+    below = -0.3 if axis.get_xlabel() else -0.2
     axis.legend(loc="upper center", bbox_to_anchor=(0.5, below), ncol=1, frameon=False)
+
+
+# The variable benchmark's modes (benchmarks/variable.py MODES) by their letter, as bars name them.
+MODE_NAMES = {"(a)": "stock,\npadded", "(b)": "per device,\narrival",
+              "(c)": "grouped,\nwindow 1", "(d)": "grouped,\nwindow 8"}
+
+
+def mode_name(mode):
+    """A bar's name for a variable-size mode: "(b) per-device, arrival order" -> "per device,
+    arrival order" (on two lines); a mode of another form, its own words."""
+    letter, _, words = mode.partition(" ")
+    return MODE_NAMES.get(letter, words or mode)
+
+
+def _label_bars(axis, bars, texts, inside=False):
+    """Each bar's figure: above it, or inside its top (where markers sit above the bar)."""
+    for bar, text in zip(bars, texts):
+        axis.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                      xytext=(0, -4 if inside else 3), textcoords="offset points",
+                      ha="center", va="top" if inside else "bottom",
+                      color="white" if inside else "black")
 
 
 def _variable(axis, result):
     rows = result["rows"]
-    labels = [row["mode"].split(" ", 1)[0] for row in rows]
     positions = range(len(rows))
-    axis.bar(positions, [row["vs_stock"] for row in rows], color="C0", label="measured")
+    bars = axis.bar(positions, [row["vs_stock"] for row in rows], color="C0",
+                    label="measured steps/s")
+    _label_bars(axis, bars, ["%.2f\u00d7" % row["vs_stock"] for row in rows], inside=True)
     axis.scatter(positions, [row["serial_ideal"] for row in rows], marker="_", s=600,
                  color="C3", label="serial ideal (pixels)", zorder=3)
     axis.scatter(positions, [row["parallel_ideal"] for row in rows], marker="_", s=600,
                  color="C2", label="parallel ideal (busiest device)", zorder=3)
     axis.set_xticks(list(positions))
-    axis.set_xticklabels(labels)
-    axis.set_ylabel("steps/s relative to\n(a) stock padding")
+    axis.set_xticklabels([mode_name(row["mode"]) for row in rows])
+    axis.set_ylabel("steps/s, \u00d7 stock padding")
     axis.set_title("Variable-size images, 2 CPU contexts")
     axis.set_ylim(0, max(max(row["serial_ideal"] for row in rows) * 1.25, 1.5))
 
@@ -89,19 +111,34 @@ def _reshape(axis, result):
         values = [next(r["ms_per_change"] for r in result["rows"]
                        if r["scenario"] == scenario and r["strategy"] == strategy)
                   for scenario in scenarios]
-        axis.bar([i + index * width for i in range(len(scenarios))], values, width,
-                 label=strategy)
+        bars = axis.bar([i + index * width for i in range(len(scenarios))], values, width,
+                        label=strategy)
+        _label_bars(axis, bars, ["%.3g" % value for value in values])
     axis.set_xticks([i + width * (len(strategies) - 1) / 2 for i in range(len(scenarios))])
     axis.set_xticklabels(["%s shapes" % scenario for scenario in scenarios])
     axis.set_ylabel("ms per change of\nboth devices' shapes")
-    axis.set_title("Cost of a shape change")
+    axis.set_title("Cost of a shape change, ms")
+    axis.set_ylim(0, axis.get_ylim()[1] * 1.1)  # room for the bars' figures
 
 
 def _memory(axis, result):
+    """The configurations that grow without bound, each its own line; the bounded ones, which
+    lie on top of each other, thin grey lines under one legend entry (their table:
+    docs/performance.md)."""
+    bounded = 0
     for row in result["rows"]:
         steps, rss = zip(*row["trace"])
-        axis.plot(steps, [value / 2 ** 20 for value in rss], label=row["configuration"])
+        megabytes = [value / 2 ** 20 for value in rss]
+        if "unbounded" in row["configuration"]:
+            axis.plot(steps, megabytes, linewidth=2.5, label=row["configuration"])
+        else:
+            bounded += 1
+            axis.plot(steps, megabytes, color="0.55", linewidth=1,
+                      label=None if bounded > 1 else "BOUNDED")
+    for line in axis.get_lines():
+        if line.get_label() == "BOUNDED":
+            line.set_label("%d capped or oneDNN-off configurations" % bounded)
     axis.set_xlabel("random shape changes")
     axis.set_ylabel("resident memory, MB")
-    axis.set_title("Memory over random shapes")
+    axis.set_title("Memory over random shapes, MB")
     axis.set_ylim(bottom=0)

@@ -71,3 +71,24 @@ def test_no_legend_covers_its_x_label_and_every_label_is_inside_the_figure(figur
             assert not legend.overlaps(extent), (axis.get_title(), label.get_text())
             assert (page.x0 <= extent.x0 and extent.x1 <= page.x1 and page.y0 <= extent.y0
                     and extent.y1 <= page.y1), (axis.get_title(), label.get_text())
+
+
+def test_bars_are_named_in_words_not_letters_and_carry_their_figures(figure):
+    variable, reshape = figure.axes[0], figure.axes[1]
+    names = [label.get_text() for label in variable.get_xticklabels()]
+    assert names == ["stock,\npadded", "per device,\narrival"]
+    texts = [text.get_text() for text in variable.texts]
+    assert texts == ["1.00\u00d7", "1.40\u00d7"]
+    assert sorted(text.get_text() for text in reshape.texts) == ["0.09", "0.13", "0.9", "1.3"]
+
+
+def test_every_panel_names_its_unit(figure):
+    assert [axis.get_ylabel() for axis in figure.axes] == [
+        "steps/s, \u00d7 stock padding", "ms per change of\nboth devices' shapes",
+        "resident memory, MB"]
+
+
+def test_the_memory_legend_names_the_growing_configurations_and_counts_the_rest(figure):
+    entries = [text.get_text() for text in figure.axes[2].get_legend().get_texts()]
+    assert sorted(entries) == ["7 capped or oneDNN-off configurations", "per-device, unbounded",
+                               "stock, unbounded"]
