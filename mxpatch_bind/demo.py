@@ -7,7 +7,8 @@ every batch padded to its largest image, and once with per-device shapes fed by
 its throughput on its own clock, the figure the final table gives (tqdm if installed, else
 MXNet's Speedometer, on stderr; bars only on a terminal, so a log file gets plain lines);
 the table compares samples/s, padded pixels and accuracy.
-Exit status 1 if either run fails to learn; 2 for a bad option.
+Exit status 1 if either run fails to learn; 2 for a bad option or a missing extra (--plot needs
+matplotlib, --progress tqdm needs tqdm: the one line names the pip install).
 """
 
 import argparse
