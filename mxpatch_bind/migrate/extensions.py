@@ -64,7 +64,7 @@ def port_pyx(text: str) -> tuple[str, list[tuple[int, str]]]:
         new = line
         for name in bytes_names:
             match = re.match(rf"^(\s*){name}\s*=\s*str\((.+)\)\s*$", new.rstrip("\r\n"))
-            if match:
+            if match and _balanced(match.group(2)):
                 indent, value = match.groups()
                 new = (f"{indent}{name} = {value}.encode('ascii') if isinstance({value}, str) "
                        f"else {value}{_ending(line)}")
@@ -81,6 +81,17 @@ def port_pyx(text: str) -> tuple[str, list[tuple[int, str]]]:
         text = LANGUAGE_LEVEL + newline + text
         changes.insert(0, (1, "language_level=2, which Cython 3 no longer assumes"))
     return text, changes
+
+
+def _balanced(expression):
+    """Whether ``expression`` closes every bracket it opens and never closes more (so that
+    ``str(<expression>)`` is the whole right-hand side, not ``str(a).encode(b)``)."""
+    depth = 0
+    for char in expression:
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def _numpy_owned_malloc(text, changes):

@@ -70,8 +70,13 @@ class ImportModel:
     def _roots(self) -> set[PurePosixPath]:
         roots = set()
         for rel, tree in self.trees.items():
-            if runs_as_main(tree):
+            if runs_as_main(tree) and (not has_relative_import(tree) or _sets_up_paths(tree)):
                 roots.add(rel.parent)  # a script: its folder is first on sys.path
+            elif runs_as_main(tree):  # run with -m: the folder above its package is
+                top = rel.parent
+                while top in self.dirs_with_init and top != PurePosixPath("."):
+                    top = top.parent
+                roots.add(top)
             for added in _added_paths(tree, self.root / rel):
                 try:
                     roots.add(PurePosixPath(Path(os.path.normpath(added)).relative_to(
@@ -94,7 +99,8 @@ class ImportModel:
                     named |= set((node.module or "").split(".")) | {a.name for a in node.names}
         return {rel for rel, tree in self.trees.items()
                 if rel.name != "__init__.py" and rel.stem not in named
-                and rel.parent not in self.roots and _works_at_top_level(tree)}
+                and rel.parent not in self.roots and _works_at_top_level(tree)
+                and not has_relative_import(tree)}
 
     def _search_path(self, rel) -> list[PurePosixPath]:
         """The folders an absolute import in ``rel`` searches: the model's, deepest first;
@@ -244,13 +250,33 @@ def runs_as_main(tree: ast.Module) -> bool:
     return False
 
 
+def has_relative_import(tree: ast.Module) -> bool:
+    """Whether the file imports explicitly relatively: it runs as a module of a package
+    (imported, or ``python -m package.module``), never as a plain script."""
+    return any(isinstance(n, ast.ImportFrom) and n.level for n in ast.walk(tree))
+
+
+def _sets_up_paths(tree: ast.Module) -> bool:
+    """Whether the file sets ``sys.path`` up for itself (``import _init_paths``, or a
+    ``sys.path`` call of its own): a script run by its path, even where a port made its
+    imports relative."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                a.name.split(".")[-1] == "_init_paths" for a in node.names):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and _is_sys_path(node.func.value):
+            return True
+    return False
+
+
 def _works_at_top_level(tree: ast.Module) -> bool:
-    """Whether the module does work when run: a call, a loop, a ``with`` or an ``if`` at its
-    top level (not only definitions, imports and assignments)."""
+    """Whether the module does work when run: a call, a loop or a ``with`` at its top level
+    (not only definitions, imports, assignments and the ``if`` of a version check)."""
     for node in tree.body:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             return True
-        if isinstance(node, (ast.For, ast.While, ast.With, ast.If)):
+        if isinstance(node, (ast.For, ast.While, ast.With)):
             return True
     return False
 

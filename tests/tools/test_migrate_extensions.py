@@ -58,6 +58,12 @@ def test_port_pyx_fixes_each_trap_and_names_it():
     assert extensions.port_pyx(ported) == (ported, [])  # once
 
 
+def test_a_str_call_that_is_not_the_whole_value_is_left_alone():
+    # mx-maskrcnn's _mask.pyx already encodes: str(x).encode('utf8') is bytes on Python 3
+    text = "cdef bytes py_string\npy_string = str(obj['counts']).encode('utf8')\n"
+    assert extensions.port_pyx(text)[0] == extensions.LANGUAGE_LEVEL + "\n" + text
+
+
 def test_the_cuda_only_extensions_are_read_from_the_setup_scripts(tmp_path):
     root = write_tree(tmp_path, {"lib/nms/setup_linux.py": SETUP,
                                  "lib/nms/setup_windows.py": "Extension('win_only', ['a.cu'])\n"})

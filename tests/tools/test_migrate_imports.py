@@ -147,14 +147,16 @@ def test_make_relative_keeps_aliases_comments_and_what_it_cannot_say():
 
 # --------------------------------------------------------------------------- the import check
 def test_a_relative_import_in_a_script_is_a_check_and_the_exit_is_1(tmp_path, capsys):
-    root = write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/train.py":
+    # what 2to3's fix_import made of the family's scripts
+    root = write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/_init_paths.py": "",
+                                 "pkg/train.py": "from . import _init_paths\n"
                                  "from . import helpers\n\nif __name__ == '__main__':\n    pass\n",
                                  "pkg/helpers.py": ""})
     status, lines = run_migrate(capsys, root)
-    assert lines[0].startswith("pkg/train.py:1: [check] 'from . import helpers' does not "
+    assert lines[1].startswith("pkg/train.py:2: [check] 'from . import helpers' does not "
                                "resolve: a relative import in a top-level module")
     assert "attempted relative import with no known parent package" in lines[0]
-    assert status == 1
+    assert len(lines) == 3 and status == 1
 
 
 def test_an_import_nothing_provides_is_named_with_what_to_install(tmp_path, capsys):
@@ -240,3 +242,21 @@ def test_a_virtual_environment_inside_the_tree_is_skipped(tmp_path, capsys):
 def test_check_imports_is_public_and_reads_nothing_it_is_not_given(family):
     found = migrate.check_imports(family / "proj/config")
     assert found == []
+
+
+def test_a_main_module_with_relative_imports_runs_with_dash_m_from_above_its_package(
+        tmp_path, capsys):
+    # mx-maskrcnn's layout: python -m rcnn.tools.train from the repository's root
+    root = write_tree(tmp_path, {
+        "rcnn/__init__.py": "", "rcnn/tools/__init__.py": "",
+        "rcnn/config.py": "name = 'tiny'\n",
+        "rcnn/pycocotools/__init__.py": "",
+        "rcnn/pycocotools/mask.py": "def encode(x):\n    return x\n",
+        "rcnn/pycocotools/coco.py": "import sys\nfrom . import mask as maskUtils\n"
+                                    "if sys.version_info[0] == 2:\n    pass\n",
+        "rcnn/tools/train.py": "from ..config import name\nfrom ..pycocotools import coco\n\n"
+                               "if __name__ == '__main__':\n    print name\n"})
+    assert run_migrate(capsys, root, "--to-python3")[0] == 0
+    ran = subprocess.run([sys.executable, "-m", "rcnn.tools.train"], cwd=root,
+                         capture_output=True, text=True, timeout=60)
+    assert (ran.returncode, ran.stdout) == (0, "tiny\n"), ran.stderr
