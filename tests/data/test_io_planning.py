@@ -57,6 +57,18 @@ def test_balanced_devices_get_different_counts_that_fill_the_batch():
     assert [device[0].shape[0] for device in it.next().data] == [2, 6]
 
 
+def test_a_balanced_batch_with_fewer_samples_than_devices_repeats_the_last_as_fixed_ones_do():
+    sizes = np.array([[12, 12], [10, 14], [9, 9], [14, 10], [8, 12], [11, 13]])
+    images = make_images(sizes, channels=1)
+    balanced = PerDeviceIter(images, num_devices=4, batch_per_device=1, balanced=True)
+    fixed = PerDeviceIter(images, num_devices=4, batch_per_device=1)
+
+    last = [list(device) for device in balanced.batch_indices[-1]]
+
+    assert last == [[4], [5], [5], [5]]
+    assert last == [list(device) for device in fixed.batch_indices[-1]]
+
+
 def test_balanced_batches_wait_no_longer_than_the_best_cut_largest_first():
     sizes = random_sizes(48, seed=1, low=8)
     it = PerDeviceIter(make_images(sizes, channels=1), num_devices=3, batch_per_device=3, balanced=True,

@@ -183,6 +183,32 @@ def test_the_first_bind_allocates_at_the_maximum_and_reports_the_batch_shapes(co
         [(2, 3, 10, 14)], [(1, 3, 16, 9)]]
 
 
+def allocated_data_shapes(mod):
+    """The data shape each device's executor was allocated at (its base, before reshapes);
+    ``_total_exec_bytes`` cannot tell, being 0 for CPU executors."""
+    return [e.arg_dict["data"].shape for e in mod._exec_group._default_execs]
+
+
+def test_a_forced_rebind_allocates_at_the_maximum_again(contexts):
+    mod = bound_at_max(contexts)
+    assert allocated_data_shapes(mod) == [MAX_DATA[0][1]] * 2
+    mod.bind(PER_DEVICE_DATA, PER_DEVICE_LABEL, force_rebind=True)
+    assert allocated_data_shapes(mod) == [MAX_DATA[0][1]] * 2
+    assert [[d.shape for d in device] for device in mod.data_shapes] == [
+        [(2, 3, 10, 14)], [(1, 3, 16, 9)]]
+
+
+def test_each_device_is_allocated_at_its_own_maximum(contexts):
+    max_data = [[("data", (2, 3, 16, 16))], [("data", (1, 3, 20, 12))]]
+    max_label = [[("softmax_label", (2,))], [("softmax_label", (1,))]]
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=max_data, max_label_shapes=max_label)
+    mod.bind(PER_DEVICE_DATA, PER_DEVICE_LABEL)
+    assert allocated_data_shapes(mod) == [(2, 3, 16, 16), (1, 3, 20, 12)]
+    assert [[d.shape for d in device] for device in mod.data_shapes] == [
+        [(2, 3, 10, 14)], [(1, 3, 16, 9)]]
+
+
 def test_later_smaller_batches_are_views_into_the_memory_taken_at_the_maximum(contexts):
     mod = bound_at_max(contexts)
     base = [data_pointer(e.arg_dict["data"]) for e in mod._exec_group._default_execs]

@@ -184,3 +184,18 @@ def test_bucketing_and_sequential_modules_bind_per_device_after_their_files_are_
             print([[d.shape for d in device] for device in mod.data_shapes])
     """) == ["[[(1,", "5)],", "[(3,", "5)]]"] * 2
 
+
+
+def test_a_stock_bound_module_fed_a_per_device_batch_after_a_reload_goes_per_device():
+    # The forward wrapper tells a per-device batch on a plain Module by the classes it was
+    # built with: rebuilt on the reloaded ones, it still does.
+    assert _run("""
+        mxpatch_bind.install()
+        reload_module_files()
+        mod = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([('data', (4, 5))], [('softmax_label', (4,))], for_training=False)
+        mod.init_params()
+        data = [mx.nd.ones((1, 5)), mx.nd.ones((3, 5))]
+        mod.forward(mx.io.DataBatch([[d] for d in data], None), is_train=False)
+        print([o.shape for o in mod.get_outputs(merge_multi_context=False)[0]])
+    """) == ["[(1,", "3),", "(3,", "3)]"]
