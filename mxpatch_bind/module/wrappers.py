@@ -1,4 +1,5 @@
-"""The wrapt wrappers ``install()`` puts on MXNet's methods (private): ``patching._targets.TARGETS``.
+"""The wrapt wrappers ``install()`` puts on MXNet's methods, as ``patching._targets.TARGETS``
+names them (private).
 
 Each looks at the call's shape arguments (the forward wrapper: the batch's form) and sends a
 stock call straight to MXNet's original; a per-device one goes to ``binding`` (or to
