@@ -51,6 +51,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -422,10 +423,15 @@ def setup_project(tree, project):
 def run(cmd, cwd, log, timeout, env=None):
     start = time.time()
     with open(log, 'w') as out:
+        # Its own process group, so that a timeout also ends what it forked (deeplab's
+        # loader keeps a multiprocessing Pool) and nothing else.
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
         try:
-            rc = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                timeout=timeout, env=env).returncode
+            rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
             rc = 'timeout'
     with open(log, errors='replace') as f:
         tail = f.read()[-3000:]
@@ -624,7 +630,13 @@ def main():
     os.makedirs(os.path.join(args.work, 'shim'), exist_ok=True)
     with open(os.path.join(args.work, 'shim', 'sitecustomize.py'), 'w') as f:
         f.write(SHIM)
-    results = {'hand_edits': [list(e) for e in HAND_EDITS], 'repos': {}, 'projects': {}}
+    # migrate changes while this is measured: say which one ran.
+    head = subprocess.run(['git', '-C', REPO_ROOT, 'rev-parse', 'HEAD'], capture_output=True,
+                          text=True).stdout.strip()
+    dirty = subprocess.run(['git', '-C', REPO_ROOT, 'status', '--short', 'mxpatch_bind'],
+                           capture_output=True, text=True).stdout.splitlines()
+    results = {'mxpatch_bind': {'head': head, 'uncommitted': dirty},
+               'hand_edits': [list(e) for e in HAND_EDITS], 'repos': {}, 'projects': {}}
     for repo in sorted({PROJECTS[p]['repo'] for p in projects}):
         results['repos'][repo] = {}
         for variant in ('migrated', 'fork'):
