@@ -130,3 +130,167 @@ def test_an_edit_whose_statement_is_not_found_is_a_check_not_done(tmp_path):
     assert finding.message.endswith("; not done: the statement was not found as read")
     assert not any(f.action in ("rewritten", "deleted", "ported") for f in result
                    if f.path == "proj/train_end2end.py")
+
+
+# --------------------------------------------------------------------------- sample 13's survivors
+def test_an_import_under_a_bare_except_is_optional_and_an_unrelated_except_is_not(tmp_path):
+    # Fault: a bare ``except:`` not counted among the handlers that catch ImportError, so an
+    # optional import the code guards itself is reported as unresolved.
+    write_tree(tmp_path, {"train.py": """\
+        try:
+            import nowhere_to_be_found
+        except:
+            nowhere_to_be_found = None
+        try:
+            import nor_this_one
+        except KeyError:
+            pass
+        """})
+    assert [(f.line, f.action) for f in migrate.check_imports(tmp_path)] == [(6, "check")]
+
+
+PACKAGE_TREE = {"run.py": "import pkg.sub.mod\n\nif __name__ == '__main__':\n    pass\n",
+                "pkg/__init__.py": "from .impl import compute as solve\n",
+                "pkg/impl.py": "def compute():\n    return 1\n",
+                "pkg/sub/__init__.py": "",
+                "pkg/sub/helpers.py": "def f():\n    return 2\n"}
+
+
+def test_a_relative_import_two_levels_up_is_checked_though_a_sibling_has_its_name(tmp_path):
+    # Fault: an import skipped as Python 2's implicit relative import whatever its dots, so
+    # ``from ..helpers import f`` passes because ``helpers`` is beside the file, not above it.
+    write_tree(tmp_path, {**PACKAGE_TREE, "pkg/sub/mod.py": "from ..helpers import f\n"})
+    assert [(f.path, f.line, f.message) for f in migrate.check_imports(tmp_path)] == [
+        ("pkg/sub/mod.py", 1, "'from ..helpers import f' does not resolve: no module ..helpers "
+                              "beside pkg/sub/mod.py")]
+
+
+def test_a_name_a_package_binds_under_another_name_is_importable_from_it(tmp_path):
+    # Fault: the ``as`` of ``from .impl import compute as solve`` in the package's __init__
+    # ignored, so ``from .. import solve`` is reported as naming nothing.
+    write_tree(tmp_path, {**PACKAGE_TREE, "pkg/sub/mod.py": "from .. import solve\n",
+                          "pkg/user.py": "from . import solve, impl\n"})
+    assert migrate.check_imports(tmp_path) == []
+    write_tree(tmp_path, {"pkg/user.py": "from . import compute\n"})
+    assert [f.line for f in migrate.check_imports(tmp_path)] == [1]
+
+
+def test_a_scripts_own_folder_is_searched_before_a_shallower_one(tmp_path):
+    # Fault: the folders on sys.path searched shallowest first, so a script's import of the
+    # CUDA extension built beside it is taken for a same-named module at the tree's root
+    # (and left unguarded).
+    write_tree(tmp_path, {
+        "main.py": "if __name__ == '__main__':\n    pass\n",
+        "gpu_nms.py": "def gpu_nms(dets):\n    return dets\n",
+        "lib/nms/setup.py": "from setuptools import Extension\n"
+                            "ext = Extension('gpu_nms', ['nms_kernel.cu', 'gpu_nms.pyx'])\n",
+        "lib/nms/gpu_nms.pyx": "# cython: language_level=3\n",
+        "lib/nms/test_nms.py": "from gpu_nms import gpu_nms\n\n"
+                               "if __name__ == '__main__':\n    gpu_nms([])\n"})
+    assert [(f.path, f.line, f.action, f.edit) for f in migrate.scan(tmp_path)
+            if f.action == "port"] == [("lib/nms/test_nms.py", 1, "port", ("guard", ("gpu_nms",)))]
+
+
+def test_an_extension_named_by_its_dotted_path_is_found_by_its_last_part(tmp_path):
+    # Fault: an ``Extension('nms.cpu_nms', ...)`` taken as a module named ``nms.cpu_nms``,
+    # so the import of ``cpu_nms`` beside its setup.py (with no .pyx to see) does not resolve.
+    write_tree(tmp_path, {
+        "lib/nms/setup.py": "from setuptools import Extension\n"
+                            "ext = Extension('nms.cpu_nms', ['cpu_nms.c'])\n",
+        "lib/nms/cpu_nms.c": "/* generated */\n",
+        "lib/nms/run.py": "from cpu_nms import cpu_nms\n\n"
+                          "if __name__ == '__main__':\n    cpu_nms([])\n"})
+    assert migrate.check_imports(tmp_path) == []
+
+
+def test_a_slice_of_a_shape_is_no_integer_and_its_division_is_marked_not_floored(tmp_path):
+    # Fault: ``x.shape[1:]`` taken for an integer like ``x.shape[1]``, so its ``/`` becomes
+    # ``//`` without a person looking.
+    from mxpatch_bind.migrate import traps
+
+    text = "half = x.shape[1:] / 2\nrows = x.shape[0] / 2\n"
+    assert traps.fix(text, python2_division=True) == (
+        f"half = x.shape[1:] / 2  {traps.MARKER}\nrows = x.shape[0] // 2\n", [1])
+
+
+def test_a_marker_lands_on_its_division_when_the_fix_adds_the_base64_import_above_it():
+    # Fault: the line the ``import base64`` added above shifts not counted, so the marker of
+    # an unproven ``/`` lands on the line before it.
+    from mxpatch_bind.migrate import traps
+
+    text = ("import mxnet as mx\nimport pickle\n"
+            "sym = mx.sym.Custom(data=x, cfg=pickle.dumps(cfg), op_type='proposal')\n"
+            "scale = a / b\n")
+    assert traps.fix(text, python2_division=True) == (
+        "import base64\nimport mxnet as mx\nimport pickle\n"
+        "sym = mx.sym.Custom(data=x, cfg=base64.b64encode(pickle.dumps(cfg)).decode('ascii'), "
+        "op_type='proposal')\n"
+        f"scale = a / b  {traps.MARKER}\n", [5])
+
+
+def test_an_import_of_a_copy_two_levels_up_is_rewritten(tmp_path):
+    # Fault: ``from ..core.module import`` resolved one folder too high, so the import of the
+    # vendored copy is neither reported nor rewritten (and the copy's deletion not blocked).
+    family_tree(tmp_path)
+    write_tree(tmp_path, {
+        "proj/function/__init__.py": "",
+        "proj/function/train_rpn.py": "from ..core.module import MutableModule\n"})
+    [finding] = [f for f in migrate.scan(tmp_path) if f.path == "proj/function/train_rpn.py"]
+    assert (finding.line, finding.action) == (1, "rewrite")
+    assert finding.message.startswith("imports MutableModule from the vendored proj/core/module.py")
+
+
+def test_only_a_next_without_arguments_is_listed_as_python_2s_iterator_next(tmp_path):
+    # Fault: every ``.next(...)`` listed, so a method of the code's own that takes arguments
+    # (``reader.next(3)``) is reported as Python 2's iterator protocol.
+    write_tree(tmp_path, {"loader.py": "print 'reading'\nfirst = batches.next()\n"
+                                       "rows = reader.next(3)\n"})
+    assert [(f.line, f.message.split(":")[0]) for f in migrate.scan(tmp_path)
+            if ".next()" in f.message] == [(2, ".next() at line 2")]
+
+
+def test_a_division_already_marked_is_not_marked_twice():
+    # Fault: the marker written again on a line that has it, so each --to-python3 run of a
+    # Python 2 code base grows the same line.
+    from mxpatch_bind.migrate import traps
+
+    text = f"scale = a / b  {traps.MARKER}\n"
+    assert traps.fix(text, python2_division=True) == (text, [])
+
+
+def test_an_operator_registered_in_a_cuda_source_is_found_there(tmp_path):
+    # Fault: ``.cu`` files not searched, so an operator the repository defines only in CUDA
+    # (the family's GPU-only operators) is said to have no source.
+    from mxpatch_bind.migrate import operators
+
+    write_tree(tmp_path, {
+        "operator_cxx/psroi.cu": "MXNET_REGISTER_OP_PROPERTY(_contrib_PSROIPool, PSROIProp);\n",
+        "operator_cxx/roi.cc": "NNVM_REGISTER_OP(ROIAlignX)\n"})
+    assert operators.own_sources(tmp_path) == {"PSROIPool": ["operator_cxx/psroi.cu"],
+                                               "ROIAlignX": ["operator_cxx/roi.cc"]}
+
+
+def test_three_sources_of_an_operator_are_all_named_and_a_fourth_is_counted():
+    # Fault: "and 0 more" after exactly three sources (the count's bound off by one).
+    from mxpatch_bind.migrate import operators
+
+    three = ["a.cc", "b.cu", "c.h"]
+    assert operators.missing_message("mx.sym.contrib.X", "X", "1.9.1", three).endswith(
+        "own C++ operator (a.cc, b.cu, c.h) has to be built into MXNet from source")
+    assert "(a.cc, b.cu, c.h and 1 more)" in operators.missing_message(
+        "mx.sym.contrib.X", "X", "1.9.1", three + ["d.cc"])
+
+
+def test_a_file_that_became_a_link_outside_the_tree_since_the_scan_is_not_written(tmp_path):
+    # Fault: apply() writing a file the walk marks read-only (a symbolic link to a file
+    # outside PATH), when the findings it is given still ask for an edit there.
+    tree, outside = tmp_path / "tree", tmp_path / "shared.py"
+    write_tree(tree, {"old.py": "print 'x'\n"})
+    findings = migrate.scan(tree)
+    outside.write_text("print 'shared'\n")
+    (tree / "old.py").unlink()
+    (tree / "old.py").symlink_to(outside)
+    [result] = migrate.apply(tree, findings, to_python3=True)
+    assert outside.read_text() == "print 'shared'\n" and (tree / "old.py").is_symlink()
+    assert result.action == "check"
+    assert result.message.endswith(f"a symbolic link to {outside}, outside PATH: not written")
