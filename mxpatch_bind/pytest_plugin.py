@@ -16,8 +16,8 @@ too new for it) under ``--mxpatch-bind`` is a usage error (exit status 4) naming
     Fixtures that install the patch for one test, or for the rest of the session, and yield
     :func:`mxpatch_bind.status`: a :class:`mxpatch_bind.PatchStatus`, the type to annotate
     them with.
-``pytest --mxpatch-ignore-mxnet-deprecations`` (or ``mxpatch_ignore_mxnet_deprecations = true``
-in the ``[pytest]`` ini section)
+``pytest --mxpatch-ignore-mxnet-deprecations``
+    (or ``mxpatch_ignore_mxnet_deprecations = true`` in the ``[pytest]`` ini section.)
     Hide the deprecation warnings MXNet 1.x itself raises (``np.bool``, NEP 32's financial
     functions, distutils' ``LooseVersion``: 11 at ``import mxnet`` with numpy 1.23), which
     your code cannot fix: it adds the ``filterwarnings`` line
