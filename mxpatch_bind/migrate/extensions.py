@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .files import skipped_dir
+from .model import call_name
 
 LANGUAGE_LEVEL = "# cython: language_level=2"
 _LEVEL = re.compile(r"^#\s*cython:.*language_level", re.M)
@@ -148,8 +149,7 @@ def _declared(setup: Path) -> list[Ext]:
         return []
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr",
-                                                                          None)) == "Extension":
+        if isinstance(node, ast.Call) and call_name(node.func) == "Extension":
             name = _string(node.args[0] if node.args else _keyword(node, "name"))
             sources_node = node.args[1] if len(node.args) > 1 else _keyword(node, "sources")
             sources = tuple(s for s in (_string(e) for e in getattr(sources_node, "elts", []))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from .model import EXTENSION, ImportModel
+from .model import EXTENSION, ImportModel, call_name
 
 # The package to install for the import names the family uses whose distribution is named
 # otherwise (the others: pip install NAME).
@@ -81,20 +81,12 @@ def dynamic_imports(tree: ast.Module) -> list[tuple[int, str | None]]:
     ``name`` the literal string, None where it is computed."""
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _callee(node.func) in _DYNAMIC and node.args:
+        if isinstance(node, ast.Call) and call_name(node.func) in _DYNAMIC and node.args:
             first = node.args[0]
             literal = first.value if isinstance(first, ast.Constant) \
                 and isinstance(first.value, str) else None
             found.append((node.lineno, literal))
     return found
-
-
-def _callee(func):
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return None
 
 
 def unresolved(model: ImportModel, rel, tree: ast.Module) -> list[tuple[int, str]]:

@@ -307,7 +307,7 @@ def setup_extensions(path: Path) -> list[str]:
         return []
     names = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _call_name(node.func) == "Extension":
+        if isinstance(node, ast.Call) and call_name(node.func) == "Extension":
             first = node.args[0] if node.args else next(
                 (k.value for k in node.keywords if k.arg == "name"), None)
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
@@ -315,7 +315,8 @@ def setup_extensions(path: Path) -> list[str]:
     return names
 
 
-def _call_name(func):
+def call_name(func):
+    """The called name of ``f(...)`` or ``x.f(...)``, else None."""
     if isinstance(func, ast.Name):
         return func.id
     if isinstance(func, ast.Attribute):
