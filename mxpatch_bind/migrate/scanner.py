@@ -12,7 +12,7 @@ import ast
 import re
 from pathlib import PurePosixPath
 
-from . import extensions, files, fork, frozen, imports, operators, traps
+from . import contexts, extensions, files, fork, frozen, imports, operators, traps
 from . import port as py2
 from .checks import (
     CHECK,
@@ -171,16 +171,26 @@ class Scan:
                 self._python2_findings(rel, parsed)
             else:
                 self._trap_findings(rel, parsed)
-            for line in traps.marked_lines(parsed.source.text):
-                self.add(rel, line, CHECK, "'/' from Python 2: an integer there, a float on "
-                                           "Python 3; write '//' where an integer was meant, "
-                                           f"then delete the marker {traps.MARKER!r}")
+            self._division_findings(rel, parsed)
         self._frozen_findings()
         self._plan_deletions()
         self._operator_findings()
         self._extension_findings()
+        self._context_findings()
         self.import_findings()
         return sorted(self.out, key=lambda f: (f.path, f.line, f.action, f.message))
+
+    def _division_findings(self, rel, parsed):
+        """Every run, until a person decides each: the ``/`` the port could not prove."""
+        for line in traps.helper_calls(parsed.tree):
+            self.add(rel, line, CHECK, f"old_div/old_idiv ({traps.HELPERS_MODULE}): a '/' from "
+                                       "Python 2, run by Python 2's rule (an integer from two "
+                                       "integers); write '//' where an integer is meant, '/' "
+                                       "where a float is")
+        for line in traps.marked_lines(parsed.source.text):
+            self.add(rel, line, CHECK, "'/' from Python 2: an integer there, a float on "
+                                       "Python 3; write '//' where an integer was meant, "
+                                       f"then delete the marker {traps.MARKER!r}")
 
     def import_findings(self):
         """A ``[check]`` for each import that does not resolve as the repository runs (the
@@ -230,10 +240,55 @@ class Scan:
                                           "fails at import; --to-python3 guards it (a call "
                                           "then names CUDA)", edit=("guard", tuple(names)))
 
+    def _context_findings(self):
+        """Calls that hand a CUDA-only function a context's device id, where the module
+        defines a CPU twin (contexts.py): --to-python3 makes them choose by the context."""
+        for rel, parsed in sorted(self.files.items()):
+            if rel in self.copies:
+                continue
+            names = self._imported_twins(rel, parsed.tree)
+            calls = contexts.context_calls(parsed.tree, names)
+            if calls:
+                gpu = sorted({c.func.id for c in calls})
+                self.add(rel, calls[0].lineno, PORT,
+                         f"calls {', '.join(gpu)} with a context's device_id: a CPU context "
+                         f"then needs CUDA; --to-python3 makes each call choose "
+                         f"{', '.join(names[g] for g in gpu)} on a CPU context",
+                         edit=("context", tuple(sorted((g, names[g]) for g in gpu))))
+
+    def _imported_twins(self, rel, tree):
+        """``{gpu name: cpu name}`` imported (without ``as``) from a module of the tree that
+        imports a CUDA-only extension and defines both."""
+        names = {}
+        for node in tree.body:
+            if not isinstance(node, ast.ImportFrom) or not node.module:
+                continue
+            target = self._target(rel, node)
+            module = self.files.get(target.rel) if target is not None and target.rel else None
+            if module is None or not self._imports_cuda(target.rel, module.tree):
+                continue
+            twins = contexts.twins(module.tree)
+            names.update({a.name: twins[a.name] for a in node.names
+                          if a.asname is None and a.name in twins})
+        return names
+
+    def _imports_cuda(self, rel, tree):
+        cuda = {name for _, name in extensions.cuda_only(self.root)}
+        found = [n for top in tree.body for n in ([top] + (top.body if isinstance(top, ast.Try)
+                                                           else []))
+                 if isinstance(n, ast.ImportFrom) and n.module
+                 and n.module.split(".")[-1] in cuda]
+        return any(self._is_cuda_extension(rel, n) for n in found)
+
+    def _target(self, rel, node):
+        """What an ``ImportFrom`` refers to as the repository runs (implicit relative first,
+        as Python 2 read it)."""
+        return (self.model.sibling(rel, node.module) if not node.level
+                and node.module.split(".")[0] in self.model.local_names(rel)
+                else self.model.resolve(rel, node.module, node.level))
+
     def _is_cuda_extension(self, rel, node):
-        target = (self.model.sibling(rel, node.module) if not node.level
-                  and node.module.split(".")[0] in self.model.local_names(rel)
-                  else self.model.resolve(rel, node.module, node.level))
+        target = self._target(rel, node)
         return target is not None and target.kind == "extension"
 
     def _operator_findings(self):
@@ -287,6 +342,8 @@ class Scan:
         pickled = traps.pickled_op_arguments(tree)
         found += [f"pickle through mx.sym.Custom's keywords at line {_lines(pickled)} (bytes "
                   "reach the op as \"b'...'\")"] if pickled else []
+        if division:
+            self._unproven_divisions(rel, traps.divisions(tree))
         if found:
             first = min(traps.divisions(tree) + traps.int_divisions(tree) if division else [],
                         default=None)
@@ -294,18 +351,20 @@ class Scan:
             self.add(rel, line, PORT, f"Python 3 traps: {'; '.join(found)}: --to-python3 fixes "
                                       "them", edit=("traps", division))
 
+    def _unproven_divisions(self, rel, divisions):
+        if divisions:
+            self.add(rel, divisions[0], CHECK, f'\'/\' at line{"s" if len(divisions) > 1 else ""} '
+                                               f'{_lines(divisions)}: on Python 3 it divides '
+                                               'integers to a float; the port writes old_div / '
+                                               'old_idiv (Python 2\'s rule, at run time), listed '
+                                               'until a person writes \'//\' or \'/\'')
+
     def _python2_findings(self, rel, parsed):
         reason, line = parsed.python2
         self.add(rel, line, PORT, f"Python 2 code ({reason}): --to-python3 ports it with the 2to3 "
                                   "fixers", edit=("port", parsed.entry.path.name,
                                                   tuple(sorted(self.model.local_names(rel)))))
-        divisions = traps.divisions(parsed.tree)
-        if divisions:
-            self.add(rel, divisions[0], CHECK, f'\'/\' at line{"s" if len(divisions) > 1 else ""} '
-                                               f'{_lines(divisions)}: on Python 3 it divides '
-                                               'integers to a float; the port marks each '
-                                               f'({traps.MARKER}) until a person writes \'//\' '
-                                               'where an integer was meant and deletes the marker')
+        self._unproven_divisions(rel, traps.divisions(parsed.tree))
         nexts = sorted({n.lineno for n in ast.walk(parsed.tree) if isinstance(n, ast.Call)
                         and isinstance(n.func, ast.Attribute) and n.func.attr == "next"
                         and not n.args})

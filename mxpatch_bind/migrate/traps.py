@@ -16,9 +16,11 @@
 - ``/``: Python 2 divided integers to an integer. Where both operands are integers by their
   form (``len(...)``, ``int(...)``, ``x.shape[i]``, integer literals, and arithmetic of those)
   it becomes ``//``, which is what Python 2 computed; where an operand is a float by its form
-  it stays. Every other ``/`` gets the marker :data:`MARKER` at the end of its line, and every
-  report lists each marked line until a person decides (``//`` where an integer was meant)
-  and deletes the marker.
+  it stays. Every other ``a / b`` becomes ``old_div(a, b)`` and ``a /= b`` becomes
+  ``a = old_idiv(a, b)`` (:mod:`mxpatch_bind.py2`: Python 2's rule, applied at run time), and
+  every report lists each call until a person writes ``//`` or ``/``. A ``/=`` whose target
+  reads a call (``f()[i] /= 2``: rewriting would call it twice) gets the marker
+  :data:`MARKER` instead, listed the same way until a person deletes it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import io
 import tokenize
 
 MARKER = "# migrate: check '/'"
+HELPERS_MODULE = "mxpatch_bind.py2"  # old_div and old_idiv: Python 2's '/' at run time
 _INT_CALLS = {"len", "int"}
 _FLOAT_CALLS = {"float"}
 # Calls that return a float on Python 2 (math.floor and math.ceil too, there).
@@ -44,6 +47,14 @@ def marked_lines(text: str) -> list[int]:
         return []
     return sorted({t.start[0] for t in tokens
                    if t.type == tokenize.COMMENT and MARKER in t.string})
+
+
+def helper_calls(tree: ast.Module) -> list[int]:
+    """Lines of the calls of ``old_div`` / ``old_idiv`` imported from :data:`HELPERS_MODULE`
+    (each a ``/`` a person has yet to decide)."""
+    names = _names_from(tree, HELPERS_MODULE)
+    return sorted({n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+                   and isinstance(n.func, ast.Name) and n.func.id in names})
 
 
 def int_divisions(tree: ast.Module) -> list[int]:
@@ -168,6 +179,12 @@ def pickle_loads_without_encoding(tree: ast.Module) -> list[ast.Call]:
             and not any(k.arg == "encoding" for k in call.keywords)]
 
 
+def _names_from(tree, module):
+    """The names a file imports from ``module`` (``from mxpatch_bind.py2 import old_div``)."""
+    return {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+            and n.module == module and not n.level for a in n.names}
+
+
 def _module_names(tree, module):
     """The names a file binds to ``module`` (``import yaml``, ``import pickle as cPickle``)."""
     return {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import)
@@ -248,36 +265,93 @@ def fix(text: str, python2_division: bool) -> tuple[str, list[int]]:
     Python 2 code base and has no ``from __future__ import division``).
     """
     tree = ast.parse(text)
-    edits = []  # (line, column, old, new): replacements in the text
     lines = text.splitlines(True)
     offsets = _offsets(lines)
-    unproven = set()
+    edits, helpers, unproven = [], set(), set()  # edits: ((line, offset), old, new)
     if python2_division and not has_future_division(tree):
-        for node in ast.walk(tree):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) \
-                    and not (_is_float(node.left) or _is_float(node.right)):
-                position = _operator(text, offsets, node.left, node.right)
-                if _is_int(node.left) and _is_int(node.right) and position:
-                    edits.append((position, "/", "//"))
-                else:
-                    unproven.add(position[0] if position else node.lineno)
-            elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Div) \
-                    and not _is_float(node.value):
-                unproven.add(node.lineno)
+        edits, helpers, unproven = _division_edits(tree, text, offsets)
     edits += _yaml_edits(tree, text, offsets)
     edits += _more_edits(tree, text, offsets)
-    needs_base64 = False
+    imports = []
     for call in _pickle_calls(tree):
         edits += _wrap(call, text, offsets)
-        needs_base64 = True
+        if "base64" not in _module_names(tree, "base64"):
+            imports = ["import base64"]
     new = _replace(text, offsets, edits)
-    if needs_base64 and "base64" not in _module_names(ast.parse(new), "base64"):
-        new = _add_import(new, "import base64")
+    helpers -= _names_from(tree, HELPERS_MODULE)
+    if helpers:
+        imports.append(f"from {HELPERS_MODULE} import {', '.join(sorted(helpers))}")
+    for statement in reversed(imports):  # each goes above the first import: base64 on top
+        new = _add_import(new, statement)
     if unproven:
-        shift = 1 if needs_base64 and "base64" not in _module_names(tree, "base64") else 0
-        new, marked = _mark(new, {line + shift for line in unproven})
-        return new, marked
+        return _mark(new, {line + len(imports) for line in unproven})
     return new, []
+
+
+def _division_edits(tree, text, offsets):
+    """The edits of every ``/`` and ``/=`` whose Python 2 meaning depended on the operands,
+    the helpers they call, and the lines left for :data:`MARKER`."""
+    edits, helpers, unproven = [], set(), set()
+    marked = set(marked_lines(text))  # left for the person the marker asks
+    for node in ast.walk(tree):
+        if node_lines(node) & marked:
+            continue
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) \
+                and not (_is_float(node.left) or _is_float(node.right)):
+            position = _operator(text, offsets, node.left, node.right)
+            if position is None:
+                unproven.add(node.lineno)
+            elif _is_int(node.left) and _is_int(node.right):
+                edits.append((position, "/", "//"))
+            else:
+                edits += _call_edits(text, offsets, node, position[1], "/", ",", "old_div(")
+                helpers.add("old_div")
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Div) \
+                and not _is_float(node.value):
+            position = _operator(text, offsets, node.target, node.value)
+            if position is None or not _reads_twice_safely(node.target):
+                unproven.add(node.lineno)
+                continue
+            target = ast.get_source_segment(text, node.target)
+            edits += _call_edits(text, offsets, node, position[1], "/=",
+                                 f" = old_idiv({target},", "")
+            helpers.add("old_idiv")
+    return edits, helpers, unproven
+
+
+def node_lines(node) -> set[int]:
+    return set(range(getattr(node, "lineno", 0), getattr(node, "end_lineno", -1) + 1))
+
+
+def _call_edits(text, offsets, node, at, operator, replacement, opening):
+    """Point edits: ``opening`` at the start of ``node`` (none for ``/=``), ``replacement`` in
+    place of the ``operator`` at text offset ``at`` with the blanks around it, ``)`` at the
+    end. Point edits compose with those of a division nested inside (equal insertions at one
+    offset commute; an enclosing ``int(`` from _more_edits comes later in the list, so it
+    lands outside)."""
+    before = len(text[:at]) - len(text[:at].rstrip(" \t"))
+    rest = text[at + len(operator):]
+    after = len(rest) - len(rest.lstrip(" \t"))
+    line_goes_on = rest[after:after + 1] not in ("\n", "\r", "\\", "#", "")
+    old = text[at - before:at + len(operator) + after]
+    line = text.count("\n", 0, at) + 1
+    end = _absolute(offsets, node.end_lineno, node.end_col_offset, text)
+    edits = [((line, at - before), old, replacement + (" " if line_goes_on else "")),
+             ((node.end_lineno, end), "", ")")]
+    if opening:
+        start = _absolute(offsets, node.lineno, node.col_offset, text)
+        edits.append(((node.lineno, start), "", opening))
+    return edits
+
+
+def _reads_twice_safely(target) -> bool:
+    """Whether ``target`` can be read and then assigned without running anything twice that
+    matters (names, attributes, subscripts and slices of those and of constants; no ``/``,
+    which the copy of the target would keep unported)."""
+    plain = (ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.Slice, ast.Tuple,
+             ast.UnaryOp, ast.BinOp, ast.expr_context, ast.operator, ast.unaryop)
+    nodes = list(ast.walk(target))
+    return all(isinstance(n, plain) and not isinstance(n, ast.Div) for n in nodes)
 
 
 def _offsets(lines):

@@ -20,6 +20,10 @@ pytest.importorskip("fissix")
 pytest.importorskip("libcst")
 
 
+OLD_DIV = "from mxpatch_bind.py2 import old_div\n"
+OLD_IDIV = "from mxpatch_bind.py2 import old_idiv\n"
+
+
 def fixed(source, python2_division=True):
     return traps.fix(textwrap.dedent(source), python2_division)
 
@@ -34,12 +38,25 @@ def fixed(source, python2_division=True):
     ("x = n * s / (time.time() - t)\n", "x = n * s / (time.time() - t)\n"),
     ("from __future__ import division\nx = a / b\n", "from __future__ import division\n"
                                                      "x = a / b\n"),
-    ("x = a / b  # half\n", "x = a / b  # half  " + traps.MARKER + "\n"),
-    ("x /= 2\n", "x /= 2  " + traps.MARKER + "\n"),
+    ("x = a / b  # half\n", f"{OLD_DIV}x = old_div(a, b)  # half\n"),
+    ("x = (a + b) / c\n", f"{OLD_DIV}x = old_div((a + b), c)\n"),
+    ("x = a / b / c\n", f"{OLD_DIV}x = old_div(old_div(a, b), c)\n"),
+    ("y = len(s) / 2 / n\n", f"{OLD_DIV}y = old_div(len(s) // 2, n)\n"),
+    ("w = f'{a / b}'\n", f"{OLD_DIV}w = f'{{old_div(a, b)}}'\n"),
+    ("x = a /\\\n    b\n", f"{OLD_DIV}x = old_div(a,\\\n    b)\n"),
+    ("x = (a\n     / b)\n", f"{OLD_DIV}x = (old_div(a\n, b))\n"),
+    ("x /= 2\n", f"{OLD_IDIV}x = old_idiv(x, 2)\n"),
+    ("self.s[i, 1:] /= k\n", f"{OLD_IDIV}self.s[i, 1:] = old_idiv(self.s[i, 1:], k)\n"),
+    ("x /= 2.0\n", "x /= 2.0\n"),
+    # a target that calls (f() would run twice) or divides: the marker, for a person
+    ("f()[0] /= k\n", "f()[0] /= k  " + traps.MARKER + "\n"),
+    ("x[a / b] /= 2\n", f"{OLD_DIV}x[old_div(a, b)] /= 2  " + traps.MARKER + "\n"),
     ("s = '''a / b'''\n", "s = '''a / b'''\n"),
-    ("x = (a\n     / b)\n", "x = (a\n     / b)  " + traps.MARKER + "\n"),
+    ("from mxpatch_bind.py2 import old_div\nx = c / d\n",
+     "from mxpatch_bind.py2 import old_div\nx = old_div(c, d)\n"),
+    ("import os\nx = a / b\n", f"{OLD_DIV}import os\nx = old_div(a, b)\n"),
 ])
-def test_a_division_is_rewritten_where_proven_and_marked_where_not(source, expected):
+def test_a_division_is_rewritten_where_proven_and_kept_python_2_where_not(source, expected):
     assert fixed(source)[0] == expected
 
 
@@ -52,17 +69,32 @@ def test_the_marked_lines_are_read_from_comments_only():
     assert traps.marked_lines(text) == [1]
 
 
-def test_every_report_lists_the_marked_divisions_until_a_person_resolves_them(tmp_path,
-                                                                               capsys):
+def test_every_report_lists_the_kept_divisions_until_a_person_resolves_them(tmp_path,
+                                                                             capsys):
     root = write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/rates.py":
                                  "def rate(n, t):\n    print 'rate'\n    return n / t\n"})
     run_migrate(capsys, root, "--to-python3")
+    path = root / "pkg/rates.py"
+    assert "return old_div(n, t)" in path.read_text()
     status, lines = run_migrate(capsys, root)
-    assert lines[:-1] == ["pkg/rates.py:3: [check] '/' from Python 2: an integer there, a "
+    assert lines[:-1] == ["pkg/rates.py:4: [check] old_div/old_idiv (mxpatch_bind.py2): a '/' "
+                          "from Python 2, run by Python 2's rule (an integer from two "
+                          "integers); write '//' where an integer is meant, '/' where a float "
+                          "is"]
+    assert status == 1
+    assert run_migrate(capsys, root) == (1, lines)  # and again, until a person decides
+    path.write_text(path.read_text().replace("old_div(n, t)", "n // t"))
+    assert run_migrate(capsys, root)[0] == 0
+
+
+def test_every_report_lists_a_marker_until_a_person_deletes_it(tmp_path, capsys):
+    root = write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/rates.py":
+                                 f"def rate(n, t):\n    return n / t  {traps.MARKER}\n"})
+    status, lines = run_migrate(capsys, root)
+    assert lines[:-1] == ["pkg/rates.py:2: [check] '/' from Python 2: an integer there, a "
                           "float on Python 3; write '//' where an integer was meant, then "
                           f"delete the marker {traps.MARKER!r}"]
     assert status == 1
-    assert run_migrate(capsys, root) == (1, lines)  # and again, until a person decides
     path = root / "pkg/rates.py"
     path.write_text(path.read_text().replace(f"n / t  {traps.MARKER}", "n // t"))
     assert run_migrate(capsys, root)[0] == 0
@@ -101,6 +133,64 @@ def test_a_division_that_feeds_an_integer_parameter_runs_after_the_port(tmp_path
     assert ran.returncode == 0, ran.stderr
     expected = [0.1, 0.1, 0.2, 0.2, 0.3, 0.3, 0.4, 0.4]
     assert [round(x, 6) for x in eval(ran.stdout)] == expected
+
+
+# Divisions no form proves: attributes and parameters that hold integers at run time (a
+# sampler's rois per image fed to np.random.choice's size; a symbol's per-group width fed to
+# Reshape's shape) beside ones that hold floats and integer arrays.
+UNPROVEN = {
+    "proj/__init__.py": "",
+    "proj/train.py": """\
+        import numpy as np
+        import mxnet as mx
+        from core.sampler import Sampler, group_shape
+
+        if __name__ == '__main__':
+            picked, half, boxes = Sampler(2, 64, 5.0).sample(np.random.RandomState(0))
+            print len(picked), half, boxes.tolist()
+            print group_shape(mx.sym.Variable('x'), dim=(1024, 96), group=16)
+        """,
+    "proj/core/__init__.py": "",
+    "proj/core/sampler.py": """\
+        import numpy as np
+        import mxnet as mx
+
+
+        class Sampler(object):
+            def __init__(self, batch_images, batch_rois, scale):
+                self._batch_images = batch_images
+                self._batch_rois = batch_rois
+                self._scale = scale
+
+            def sample(self, rng):
+                rois_per_image = self._batch_rois / self._batch_images
+                boxes = np.array([[7, 9], [-7, 3]])
+                boxes /= 2
+                return (rng.choice(100, size=rois_per_image, replace=False),
+                        self._scale / 2, boxes)
+
+
+        def group_shape(data, dim, group):
+            dim_group = (dim[0] / group, dim[1] / group)
+            reshaped = mx.sym.Reshape(data, shape=(-1, group, dim_group[1]))
+            return reshaped.infer_shape(x=(2, dim[1]))[1][0]
+        """,
+}
+
+
+def test_divisions_no_form_proves_compute_what_python_2_computed(tmp_path, capsys):
+    root = write_tree(tmp_path, UNPROVEN)
+    assert run_migrate(capsys, root, "--to-python3")[0] == 1  # the kept divisions listed
+    ran = subprocess.run([sys.executable, "proj/train.py"], cwd=root, capture_output=True,
+                         text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    # Python 2: 64 / 2 == 32 (an int, so np.random.choice takes it), 5.0 / 2 == 2.5, the
+    # integer array floor-divided in place, 96 / 16 == 6 in Reshape's shape.
+    assert ran.stdout.splitlines() == ["32 2.5 [[3, 4], [-4, 1]]", "(2, 16, 6)"]
+    status, lines = run_migrate(capsys, root)
+    assert [line.split(": [check]")[0] for line in lines[:-1]] == [
+        "proj/core/sampler.py:13", "proj/core/sampler.py:15", "proj/core/sampler.py:17",
+        "proj/core/sampler.py:21"]
 
 
 # --------------------------------------------------------------------------- yaml
