@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from .._cli_types import Parser, UsageError, run_parsed
-from . import edits, extensions, files, operators, traps
+from . import contexts, edits, extensions, files, operators, traps
 from . import port as py2
 from .checks import CHECK, COMPAT_MODULE, INSTALL_EXTRA, OK, REWRITE
 from .edits import parses_as_python3
@@ -269,6 +269,9 @@ def _edited(text, chosen, filename):
         made.add(edit)
     for edit in {f.edit for f in chosen if f.edit[0] == "guard"}:
         new = extensions.guard_import(new, set(edit[1]))[0]
+        made.add(edit)
+    for edit in {f.edit for f in chosen if f.edit[0] == "context"}:
+        new = contexts.choose_by_context(new, dict(edit[1]))
         made.add(edit)
     if any(f.edit[0] == "compat-op" for f in chosen):
         if parses_as_python3(new):

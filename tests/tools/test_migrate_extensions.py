@@ -97,6 +97,78 @@ def test_a_cuda_only_import_is_guarded_and_a_call_names_cuda(tmp_path, capsys):
     assert run_migrate(capsys, root, "--to-python3")[1][-1].endswith("nothing to migrate")
 
 
+# The family's proposal operators: gpu_nms_wrapper(thresh, in_data[0].context.device_id)
+# whatever the context, beside a cpu_nms_wrapper(thresh) in the same module.
+TWINS = {
+    "lib/nms/__init__.py": "",
+    "lib/nms/setup_linux.py": SETUP,
+    "lib/nms/gpu_nms.pyx": "def gpu_nms(dets, thresh, device_id):\n    return []\n",
+    "lib/nms/cpu_nms.py": "def cpu_nms(dets, thresh):\n"
+                          "    return [i for i, d in enumerate(dets) if d[4] > thresh]\n",
+    "lib/nms/nms.py": """\
+        from cpu_nms import cpu_nms
+        from gpu_nms import gpu_nms
+
+
+        def cpu_nms_wrapper(thresh):
+            def _nms(dets):
+                return cpu_nms(dets, thresh)
+            return _nms
+
+
+        def gpu_nms_wrapper(thresh, device_id):
+            def _nms(dets):
+                return gpu_nms(dets, thresh, device_id)
+            return _nms
+        """,
+    "proj/__init__.py": "",
+    "proj/proposal.py": """\
+        from nms.nms import gpu_nms_wrapper
+
+
+        def keep(in_data, thresh):
+            nms = gpu_nms_wrapper(thresh, in_data[0].context.device_id)
+            return nms(in_data[0].asnumpy().tolist())
+
+
+        def keep_on_zero(dets):
+            return gpu_nms_wrapper(0.5, 0)(dets)
+        """,
+    "proj/test.py": """\
+        import os
+        import sys
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'lib'))
+        import mxnet as mx
+        from proposal import keep
+
+        if __name__ == '__main__':
+            dets = mx.nd.array([[0, 0, 9, 9, 0.9], [1, 1, 9, 9, 0.2], [5, 5, 9, 9, 0.7]])
+            print keep([dets], 0.5)
+        """,
+}
+
+
+def test_a_cuda_call_given_a_contexts_device_chooses_the_cpu_twin_on_a_cpu_context(
+        tmp_path, capsys):
+    root = write_tree(tmp_path, TWINS)
+    status, lines = run_migrate(capsys, root)
+    assert ("proj/proposal.py:5: [port] calls gpu_nms_wrapper with a context's device_id: a "
+            "CPU context then needs CUDA; --to-python3 makes each call choose cpu_nms_wrapper "
+            "on a CPU context") in lines
+    run_migrate(capsys, root, "--to-python3")
+    ported = (root / "proj/proposal.py").read_text()
+    assert ported.startswith("from nms.nms import gpu_nms_wrapper, cpu_nms_wrapper\n")
+    assert ("nms = (gpu_nms_wrapper(thresh, in_data[0].context.device_id) if "
+            "in_data[0].context.device_type == 'gpu' else cpu_nms_wrapper(thresh))") in ported
+    assert "return gpu_nms_wrapper(0.5, 0)(dets)" in ported  # no context: the guard names CUDA
+    ran = subprocess.run([sys.executable, "proj/test.py"], cwd=root, capture_output=True,
+                         text=True, timeout=120)
+    assert (ran.returncode, ran.stdout) == (0, "[0, 2]\n"), ran.stderr
+    again = run_migrate(capsys, root, "--to-python3")[1]
+    assert not [line for line in again if "gpu_nms_wrapper" in line], again
+    assert (root / "proj/proposal.py").read_text() == ported
+
+
 @pytest.mark.slow  # compiles a C extension (about 10 s)
 def test_the_build_command_builds_the_ported_extension_and_it_runs(tmp_path, capsys):
     pytest.importorskip("Cython")
