@@ -11,6 +11,7 @@ per-device bind gives (``isinstance(module, mx.mod.Module)`` holds throughout).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import numbers
@@ -48,7 +49,8 @@ def MutableModule(symbol: Any, data_names: Optional[Sequence[str]],
                   max_data_shapes: Optional[Sequence[Any]] = None,
                   max_label_shapes: Optional[Sequence[Any]] = None,
                   fixed_param_prefix: Optional[Sequence[str]] = None,
-                  fixed_param_rule: str = 'substring') -> Any:
+                  fixed_param_rule: str = 'substring',
+                  epoch_end_callback_first: bool = False) -> Any:
     """The fork's ``MutableModule``, as a stock ``mx.mod.Module`` that binds per device.
 
     Same parameters and defaults as ``core/module.py``'s ``MutableModule`` in
@@ -83,6 +85,12 @@ def MutableModule(symbol: Any, data_names: Optional[Sequence[str]],
         Default ``'substring'``, the rule of Deformable-ConvNets, Relation Networks and
         mx-rcnn (``prefix in name``). FCIS, FGFA, Deep-Feature-Flow and AdaScale froze by
         ``name.startswith(prefix)``: pass ``'startswith'`` for their code (``docs/family.rst``).
+    epoch_end_callback_first : bool
+        Default ``False``. ``True``: ``fit`` calls each ``epoch_end_callback`` once before
+        the first epoch, right after ``init_optimizer``, as ``callback(-1, symbol,
+        arg_params, aux_params)`` with ``fit``'s own ``arg_params`` / ``aux_params``, as
+        Relation Networks' copy did (its ``do_checkpoint`` then saved ``prefix-0000``).
+        ``migrate --write`` passes it where the deleted copy did that.
 
     Returns
     -------
@@ -127,6 +135,9 @@ def MutableModule(symbol: Any, data_names: Optional[Sequence[str]],
     [[(1, 3, 8, 12)], [(1, 3, 12, 8)]]
     >>> import mxpatch_bind; mxpatch_bind.uninstall()  # the doctest's own clean-up
     """
+    if not isinstance(epoch_end_callback_first, bool):
+        raise TypeError(f"epoch_end_callback_first={epoch_end_callback_first!r}: expected "
+                        "True or False")
     contexts = _as_contexts(context)
     fixed_param_names = fixed_param_names_from_prefix(symbol, fixed_param_prefix,
                                                       fixed_param_rule)
@@ -139,6 +150,7 @@ def MutableModule(symbol: Any, data_names: Optional[Sequence[str]],
     _ensure_installed()
     _attach(module, "init_optimizer", _fork_init_optimizer)
     _attach(module, "fit", _fork_fit)
+    module._epoch_end_callback_first = epoch_end_callback_first
     if max_shapes is not None:
         _attach(module, "bind", _max_shape_bind(max_shapes))
     return module
@@ -430,6 +442,13 @@ def _fork_init_optimizer(self, kvstore='local', optimizer='sgd',
     ``rescale_grad`` or an ``Optimizer`` object is passed on unchanged. Parameters as
     ``Module.init_optimizer``.
     """
+    _init_optimizer_with_fork_rescale(self, kvstore, optimizer, optimizer_params, force_init)
+    after = self.__dict__.pop("_after_init_optimizer", None)  # fit's, see _fork_fit
+    if after is not None:
+        after()
+
+
+def _init_optimizer_with_fork_rescale(self, kvstore, optimizer, optimizer_params, force_init):
     will_init = self.binded and self.params_initialized and (
         force_init or not self.optimizer_initialized)
     if not (will_init and isinstance(optimizer, str)
@@ -462,6 +481,10 @@ def _fork_fit(self, train_data, eval_data=None, eval_metric='acc', epoch_end_cal
     ``init_optimizer``; it is loaded at the same point here. Other keywords (stock's
     ``sparse_row_id_fn``) are passed on.
 
+    With ``MutableModule(..., epoch_end_callback_first=True)`` each ``epoch_end_callback``
+    is called once with epoch ``-1`` and this call's ``arg_params`` / ``aux_params`` right
+    after ``init_optimizer``, before the first epoch (Relation Networks' copy).
+
     Raises
     ------
     FileNotFoundError
@@ -474,12 +497,31 @@ def _fork_fit(self, train_data, eval_data=None, eval_metric='acc', epoch_end_cal
             self.load_optimizer_states(state)
         else:
             self._preload_opt_states = state  # stock init_optimizer loads it, then clears it
-    return type(self).fit(
-        self, train_data, eval_data=eval_data, eval_metric=eval_metric,
-        epoch_end_callback=epoch_end_callback, batch_end_callback=batch_end_callback,
-        kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params,
-        eval_end_callback=eval_end_callback, eval_batch_end_callback=eval_batch_end_callback,
-        initializer=initializer, arg_params=arg_params, aux_params=aux_params,
-        allow_missing=allow_missing, force_rebind=force_rebind, force_init=force_init,
-        begin_epoch=begin_epoch, num_epoch=num_epoch, validation_metric=validation_metric,
-        monitor=monitor, **kwargs)
+    with _epoch_end_first(self, epoch_end_callback, arg_params, aux_params):
+        return type(self).fit(
+            self, train_data, eval_data=eval_data, eval_metric=eval_metric,
+            epoch_end_callback=epoch_end_callback, batch_end_callback=batch_end_callback,
+            kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params,
+            eval_end_callback=eval_end_callback, eval_batch_end_callback=eval_batch_end_callback,
+            initializer=initializer, arg_params=arg_params, aux_params=aux_params,
+            allow_missing=allow_missing, force_rebind=force_rebind, force_init=force_init,
+            begin_epoch=begin_epoch, num_epoch=num_epoch, validation_metric=validation_metric,
+            monitor=monitor, **kwargs)
+
+
+@contextlib.contextmanager
+def _epoch_end_first(module, epoch_end_callback, arg_params, aux_params):
+    """Within ``fit``: with ``epoch_end_callback_first``, the callbacks' epoch -1 call, run
+    by ``_fork_init_optimizer`` once the optimizer is set (where the copy made it)."""
+    if getattr(module, "_epoch_end_callback_first", False) and epoch_end_callback is not None:
+        callbacks = (list(epoch_end_callback) if isinstance(epoch_end_callback, (list, tuple))
+                     else [epoch_end_callback])
+
+        def call_epoch_end_first():
+            for callback in callbacks:
+                callback(-1, module.symbol, arg_params, aux_params)
+        module._after_init_optimizer = call_epoch_end_first
+    try:
+        yield
+    finally:
+        module.__dict__.pop("_after_init_optimizer", None)  # fit stopped before it

@@ -170,10 +170,25 @@ class FileChecks:
             self.add(node, CHECK, f"{cls}(...){detail} of the kept modified copy {copy_rel}: stays "
                      f"that copy's until its import is moved by hand{then}")
             return
+        if copy is not None and copy.epoch_end_first and cls == "MutableModule" \
+                and "epoch_end_callback_first" not in given:
+            self._write_epoch_end_first(node, cls, copy_rel, copy.epoch_end_first)
         if "fixed_param_prefix" not in passed:
             self.add(node, OK, text)
             return
         self._freezing(node, text, copy_rel, given)
+
+    def _write_epoch_end_first(self, node, cls, copy_rel, line):
+        keyword = "epoch_end_callback_first=True"
+        insertion = _keyword_insertion(node, self.lines, self.view_lines, keyword)
+        key = self.import_keys.get(copy_rel)
+        message = (f"{cls}(...): {copy_rel}:{line} has fit call each epoch_end_callback with "
+                   "epoch -1 before training (a prefix-0000 checkpoint); stock fit does not: ")
+        if insertion is None or key is None:
+            self.add(node, CHECK, message + f"add {keyword} by hand")
+        else:
+            self.add(node, REWRITE, message + f"adds {keyword}",
+                     edit=("keyword",) + insertion + (key,))
 
     def _freezing(self, node, text, copy_rel, given):
         """The construction freezes by the copy's rule: say which, and write it when it is

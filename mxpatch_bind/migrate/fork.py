@@ -151,6 +151,35 @@ def _method(cls, name):
                 None)
 
 
+# --------------------------------------------------------------------------- fit
+def epoch_end_first(tree: ast.Module) -> int:
+    """The line where the copy's ``MutableModule.fit`` calls each ``epoch_end_callback`` with
+    epoch ``-1`` before training (Relation Networks' copy), or 0. Compat does that with
+    ``epoch_end_callback_first=True``."""
+    fit = _method(_classes(tree).get("MutableModule"), "fit")
+    if fit is None:
+        return 0
+    for loop in _top_level_loops(fit.body):
+        if "epoch_end_callback" not in ast.unparse(loop.iter) or not isinstance(
+                loop.target, ast.Name):
+            continue
+        for node in ast.walk(loop):
+            if isinstance(node, ast.Call) and _is_name(node.func, loop.target.id) \
+                    and node.args and ast.unparse(node.args[0]) == "-1":
+                return node.lineno
+    return 0
+
+
+def _top_level_loops(body):
+    """The ``for`` statements of ``body`` and of its ``if`` blocks (not of other loops: one
+    inside the epoch loop is the ordinary end-of-epoch call)."""
+    for statement in body:
+        if isinstance(statement, ast.For):
+            yield statement
+        elif isinstance(statement, ast.If):
+            yield from _top_level_loops(statement.body + statement.orelse)
+
+
 # --------------------------------------------------------------------------- signatures
 def signatures(tree: ast.Module) -> dict[str, str]:
     """``{'Class.method': '(self, a, b=1)'}`` for the fork's classes in ``tree``."""

@@ -49,6 +49,7 @@ class Copy:
         self.signatures = fork.signatures(tree)
         self.revision = fork.classify(tree, kind)
         self.rule = fork.freezing_rule(tree)
+        self.epoch_end_first = fork.epoch_end_first(tree)  # line, or 0
         known = fork.REVISIONS.get(self.revision.name or "", {})
         self.rescale_default = known.get("rescale_grad_default", "devices")
 

@@ -75,8 +75,10 @@ def test_the_drop_ins_keep_the_forks_signatures_and_defaults():
     import inspect
     assert list(inspect.signature(MutableModule).parameters) == [
         "symbol", "data_names", "label_names", "logger", "context", "work_load_list",
-        "max_data_shapes", "max_label_shapes", "fixed_param_prefix", "fixed_param_rule"]
+        "max_data_shapes", "max_label_shapes", "fixed_param_prefix", "fixed_param_rule",
+        "epoch_end_callback_first"]
     assert inspect.signature(MutableModule).parameters["fixed_param_rule"].default == "substring"
+    assert inspect.signature(MutableModule).parameters["epoch_end_callback_first"].default is False
     assert list(inspect.signature(Module).parameters) == [
         "symbol", "data_names", "label_names", "logger", "context", "work_load_list",
         "fixed_param_names", "state_names"]
@@ -424,6 +426,7 @@ def test_fit_takes_the_forks_prefix_and_loads_the_state_file(contexts, tmp_path)
     assert not list(tmp_path.glob("ignored*"))
 
 
+@pytest.mark.filterwarnings("ignore:Parameters already initialized")  # set up just above
 def test_fit_loads_the_state_file_into_an_optimizer_already_set_up(contexts, tmp_path):
     states = str(tmp_path / "run.states")
     trained_mutable_module(contexts).save_optimizer_states(states)
@@ -498,3 +501,56 @@ def test_max_label_shapes_alone_are_kept_for_every_device():
     from mxpatch_bind.compat import _max_shapes_per_device
     assert _max_shapes_per_device(None, [("softmax_label", (4,))], ["data", "softmax_label"],
                                   2) == [{"softmax_label": (4,)}, {"softmax_label": (4,)}]
+
+
+def epoch_end_calls(contexts, tmp_path, first, **fit):
+    """(epoch, symbol, arg_params, optimizer set, prefix-NNNN files then) per call."""
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=MAX_DATA, epoch_end_callback_first=first)
+    calls = []
+    checkpoint = mx.callback.module_checkpoint(mod, str(tmp_path / "run"))
+
+    def record(epoch, symbol, arg_params, aux_params):
+        calls.append((epoch, symbol, arg_params, mod.optimizer_initialized))
+        checkpoint(epoch, symbol, arg_params, aux_params)
+
+    arg_params, aux_params = fixed_params(detector_net(), (1, 3, 12, 12))
+    mod.fit(OneBatch(), num_epoch=2, epoch_end_callback=[record], arg_params=arg_params,
+            aux_params=aux_params, optimizer_params={"learning_rate": 0.1}, **fit)
+    return mod, calls, arg_params
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_epoch_end_callback_first_calls_each_callback_with_minus_one_once_the_optimizer_is_set(
+        contexts, tmp_path, first):
+    # Relation Networks' copy: callback(-1, self.symbol, arg_params, aux_params) after
+    # init_optimizer, before the first epoch; its do_checkpoint then wrote prefix-0000.
+    mod, calls, arg_params = epoch_end_calls(contexts, tmp_path, first)
+    assert [c[0] for c in calls] == ([-1, 0, 1] if first else [0, 1])
+    if first:
+        epoch, symbol, given, optimizer_set = calls[0]
+        assert symbol is mod.symbol and given is arg_params and optimizer_set
+        saved = mx.nd.load(str(tmp_path / "run-0000.params"))
+        assert all(np.array_equal(saved["arg:" + k].asnumpy(), v.asnumpy())
+                   for k, v in arg_params.items())
+    assert (tmp_path / "run-0000.params").exists() == first
+    mod.init_optimizer(force_init=True)  # the epoch -1 call belonged to that fit only
+    assert len(calls) == (3 if first else 2)
+
+
+def test_a_fit_that_fails_before_the_optimizer_makes_no_epoch_minus_one_call(contexts, tmp_path):
+    calls = []
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        epoch_end_callback_first=True)
+    with pytest.raises(RuntimeError, match="is not presented"):  # init_params: none given
+        mod.fit(OneBatch(), num_epoch=1, epoch_end_callback=lambda *a: calls.append(a),
+                arg_params={}, aux_params={})
+    assert calls == [] and "_after_init_optimizer" not in vars(mod)
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_epoch_end_callback_first_must_be_a_bool(value):
+    with pytest.raises(TypeError, match=f"epoch_end_callback_first={value!r}: expected True "
+                                        "or False"):
+        MutableModule(detector_net(), ["data"], ["softmax_label"],
+                      epoch_end_callback_first=value)

@@ -152,6 +152,38 @@ def test_the_copys_rule_is_written_where_it_is_not_compats_default(tmp_path, cap
     assert not (tmp_path / "proj" / "core" / "module.py").exists()
 
 
+# Relation Networks' copy: fit calls each epoch_end_callback with -1 before training.
+FIT_FIRST = """\
+        if epoch_end_callback is not None:
+            for callback in _as_list(epoch_end_callback):
+                callback(-1, self.symbol, arg_params, aux_params)
+        for epoch in range(begin_epoch, num_epoch):
+            for callback in _as_list(epoch_end_callback):
+                callback(epoch, self.symbol, arg_params, aux_params)
+"""
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_a_copy_whose_fit_calls_epoch_end_first_gets_the_keyword_that_keeps_it(tmp_path, capsys,
+                                                                               first):
+    body = FIT_FIRST if first else FIT_FIRST[FIT_FIRST.index("        for epoch"):]
+    module = copy_source(fit=FIT_STOCK).replace(
+        "    def fit(" + FIT_STOCK + "):\n        pass\n", "    def fit(" + FIT_STOCK + "):\n" + body)
+    assert bool(_migrate_fork.epoch_end_first(ast.parse(module))) == first
+    family_tree(tmp_path, module=module)
+    status, lines = run(capsys, tmp_path, "--write", "--delete-vendored")
+    train = (tmp_path / "proj" / "train_end2end.py").read_text()
+    expected = TRAIN.replace("from core.module", "from mxpatch_bind.compat")
+    if first:
+        expected = expected.replace("FIXED_PARAMS)", "FIXED_PARAMS, epoch_end_callback_first="
+                                    "True)")
+        line = module.count("\n", 0, module.index("callback(-1")) + 1
+        assert any(f"proj/core/module.py:{line} has fit call each epoch_end_callback with "
+                   "epoch -1 before training" in x and "[rewritten]" in x for x in lines), lines
+    assert train == expected
+    assert not (tmp_path / "proj" / "core" / "module.py").exists()
+
+
 def test_a_rewritten_rule_is_reported_ok_by_the_next_run_and_nothing_changes(tmp_path, capsys):
     family_tree(tmp_path, module=copy_source(rule="name.startswith(prefix)"))
     run(capsys, tmp_path, "--write", "--delete-vendored", "--to-python3")
