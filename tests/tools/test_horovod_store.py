@@ -225,6 +225,7 @@ def test_an_optimizer_object_is_kept_without_stocks_wrong_advice(one_worker):
     assert mod._optimizer.rescale_grad == 0.2
 
 
+@pytest.mark.filterwarnings("ignore:Optimizer created manually")  # the test makes it so
 def test_horovods_optimizer_on_several_contexts_is_named(one_worker):
     mod = bound_module(conv_net(), SHAPES, params())
     with pytest.warns(RuntimeWarning, match=r"^Horovod's DistributedOptimizer on a module "
