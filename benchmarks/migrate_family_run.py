@@ -4,21 +4,22 @@ Not part of the test suite: it needs the family's raw trees (``git archive`` of 
 a ``fetch`` mirror) and takes minutes. Issue 30, item 8. Per family repository, two copies of
 the raw tree:
 
-* MIGRATED: ``python -m mxpatch_bind migrate TREE --write --delete-vendored --to-python3``,
-  once;
-* FORK: ``python -m mxpatch_bind migrate TREE --to-python3`` (the port only: the vendored
-  ``core/module.py`` and ``core/DataParallelExecutorGroup.py`` stay and run).
+* MIGRATED: ``python -m mxpatch_bind migrate TREE --write --delete-vendored --to-python3
+  --build-ext=cpu``, once: the README's migration and build, with no hand edit after it;
+* FORK: ``python -m mxpatch_bind migrate TREE --to-python3 --build-ext=cpu`` (the port and
+  the build only: the vendored ``core/module.py`` and ``core/DataParallelExecutorGroup.py``
+  stay and run, with ``FORK_EDITS``, what the fork itself needs on MXNet 1.9.1).
 
-Both get the same ``HAND_EDITS`` (below: each one is a defect of ``migrate``, to be made
-unnecessary and then deleted from the list), the same extension builds (``BUILD_EDITS``:
-what the family's ``setup_linux.py`` / ``.pyx`` need on Python 3, Cython 3 and a machine
-without CUDA) and the same benchmark set-up (``SETUP``, not defects: a tiny symbol, a config,
-synthetic data). Then, per project (D-CN faster_rcnn, rfcn, fpn; Relation Networks'
-relation_rcnn), the repository's own ``<project>/train_end2end.py --cfg`` for 2 epochs of 2
-batches (4 COCO-format images of 64x96, one per device and batch) and its own
-``<project>/test.py --cfg`` on the last checkpoint (2 images, COCO evaluation), and compares
-the two trees: the metrics at every batch (full precision), every saved checkpoint
-(``np.array_equal`` per array) and the detections written by the test.
+Both get the same ``HAND_EDITS`` (below: empty; an entry would be a defect of ``migrate``)
+and the same benchmark set-up (``SETUP_EDITS`` and a tiny symbol, a config, synthetic data:
+not defects). Then, per project (D-CN faster_rcnn, rfcn, fpn, deeplab; Relation Networks'
+relation_rcnn), the repository's own ``<project>/train_end2end.py --cfg`` (deeplab's
+``train.py``) for 2 epochs of 2 batches (4 images of 64x96, one per device and batch) and its
+own ``<project>/test.py --cfg`` on the last checkpoint (2 images: COCO evaluation, or VOC
+segmentation for deeplab), and compares the two trees: the metrics at every batch (full
+precision), every saved checkpoint (``np.array_equal`` per array) and the detections written
+by the test. A process that outlives ``--timeout`` gets SIGABRT first, so that its log ends
+with every thread's stack (``PYTHONFAULTHANDLER``).
 
 How it runs on a CPU-only machine:
 
@@ -87,52 +88,13 @@ PROJECTS = {
                     base='resnet_v1_101_deeplab', backbone='seg', train='train.py'),
 }
 
-# Each entry: (repository, file, old text, new text, why). Every one is a defect of
-# `migrate --write --delete-vendored --to-python3`: the tree it leaves does not run without
-# it. Applied to both trees (the FORK tree is the same port), after migrate.
-HAND_EDITS = [
-    ('*', 'lib/dataset/pycocotools/cocoeval.py',
-     "np.linspace(.5, 0.95, np.round((0.95-.5)/.05)+1, endpoint=True)",
-     "np.linspace(.5, 0.95, int(np.round((0.95-.5)/.05))+1, endpoint=True)",
-     "cocoeval.py:439, first COCOeval() of every test run: TypeError: 'numpy.float64' object "
-     "cannot be interpreted as an integer (np.linspace's num; NumPy >= 1.18, upstream "
-     "cocoapi's fix)"),
-    ('*', 'lib/dataset/pycocotools/cocoeval.py',
-     "np.linspace(.0, 1.00, np.round((1.00-.0)/.01)+1, endpoint=True)",
-     "np.linspace(.0, 1.00, int(np.round((1.00-.0)/.01))+1, endpoint=True)",
-     "cocoeval.py:440, the same, next line"),
-    ('*', 'lib/dataset/coco.py',
-     "with open(eval_file, 'w') as f:\n            pickle.dump(",
-     "with open(eval_file, 'wb') as f:\n            pickle.dump(",
-     "coco.py:340-341, end of every COCO test run: TypeError: write() argument must be str, "
-     "not bytes (pickle.dump into a file opened 'w'; the process then aborts: 'free(): "
-     "invalid pointer', exit 134)"),
-    ('Deformable-ConvNets', 'faster_rcnn/operator_py/proposal_target.py',
-     "rois_per_image = self._batch_rois / self._batch_images  # migrate: check '/'",
-     "rois_per_image = self._batch_rois // self._batch_images",
-     "proposal_target.py:55 (marked, listed as [check]), first batch with BATCH_ROIS != -1: "
-     "faster_rcnn/core/rcnn.py:168 npr.choice(..., size=gap): TypeError: expected a sequence "
-     "of integers or a single integer, got '20.0', raised inside the custom op "
-     "(MXNetError: Check failed: ... callbacks[kCustomOpForward])"),
-    ('Deformable-ConvNets', 'fpn/operator_py/pyramid_proposal.py',
-     "from nms.nms import gpu_nms_wrapper\n",
-     "from nms.nms import gpu_nms_wrapper, cpu_nms_wrapper\n",
-     "pyramid_proposal.py:15, for the next edit"),
-    ('Deformable-ConvNets', 'fpn/operator_py/pyramid_proposal.py',
-     "nms = gpu_nms_wrapper(self._threshold, in_data[0].context.device_id)",
-     "nms = (cpu_nms_wrapper(self._threshold) if in_data[0].context.device_type == 'cpu' "
-     "else gpu_nms_wrapper(self._threshold, in_data[0].context.device_id))",
-     "pyramid_proposal.py:35, first batch on a CPU context (FPN has no CXX proposal "
-     "switch): ImportError: gpu_nms is a CUDA extension, not built on this machine, raised "
-     "inside the custom op (the guard migrate writes into lib/nms/nms.py)"),
-    ('Relation-Networks-for-Object-Detection',
-     'relation_rcnn/symbols/resnet_v1_101_rcnn_attention_1024_pairwise_position_multi_head_16.py',
-     "dim_group = (dim[0] / group, dim[1] / group, dim[2] / group)  # migrate: check '/'",
-     "dim_group = (dim[0] // group, dim[1] // group, dim[2] // group)",
-     "line 105 (marked, listed as [check]), building the training symbol: MXNetError: "
-     "Invalid Parameter format for shape expect Shape(tuple) but value='(-1, 16, 64.0)', in "
-     "operator Reshape (line 124)"),
-]
+# Each entry: (repository, file, old text, new text, why). Every one would be a defect of
+# `migrate --write --delete-vendored --to-python3 --build-ext=cpu`: the tree it leaves not
+# running without it. Applied to both trees after migrate. Empty: the last ones (np.linspace's
+# float num, pickles in text-mode files, pycocotools' PyMem_Malloc, cpu_nms's int buffer,
+# `self._batch_rois / self._batch_images`, Relation Networks' `dim[0] / group`, fpn's
+# gpu_nms_wrapper on a CPU context) are migrate's own fixes now.
+HAND_EDITS = []
 
 # Benchmark set-up in the family's code, both trees (not defects): Relation Networks'
 # PrefetchingIterV2 fetches with 4 threads from one loader, so the batch order (and, with
@@ -155,41 +117,6 @@ FORK_EDITS = [
      "(gt_boxes bound at (1, 100, 5)) at the first batch; the view MXNet 0.12 returned")
     for project in ('faster_rcnn', 'rfcn', 'fpn', 'deeplab', 'relation_rcnn')
 ]
-
-# What the extensions need on Python 3 / Cython 3 / no CUDA: (repository, file, old, new, why).
-BUILD_EDITS = [
-    ('*', 'lib/nms/cpu_nms.pyx',
-     "scores.argsort()[::-1].astype('i')",
-     "scores.argsort()[::-1].astype(np.int_)",
-     "first call: ValueError: Buffer dtype mismatch, expected 'int_t' but got 'int' "
-     "(np.int_t is a C long, astype('i') an int32)"),
-    ('*', 'lib/dataset/pycocotools/_mask.pyx',
-     "py_string = str(obj['counts'])",
-     "py_string = str.encode(obj['counts']) if type(obj['counts']) == str else obj['counts']",
-     "Cython 3: _mask.pyx:125:23: Cannot convert Unicode string to 'bytes' implicitly, "
-     "encoding required (upstream cocoapi's fix)"),
-    ('*', 'lib/dataset/pycocotools/_mask.pyx',
-     "len(np_poly)/2, h, w",
-     "len(np_poly)//2, h, w",
-     "Cython 3: _mask.pyx:261:78: Cannot assign type 'double' to 'siz' (alias of 'unsigned long')"),
-    ('*', 'lib/dataset/pycocotools/_mask.pyx',
-     "PyMem_Malloc(",
-     "malloc(",
-     "Python 3: _mask.pyx:85,157,229,240,276 allocate with PyMem_Malloc (pymalloc on Python 3) "
-     "arrays then handed to NumPy with NPY_OWNDATA, which frees them with free(): 'free(): "
-     "invalid pointer', the test process aborts (exit 134) when COCOeval's IoU arrays are "
-     "freed (lib/dataset/coco.py:280); upstream cocoapi uses malloc"),
-]
-
-# lib/nms/setup_linux.py locates CUDA at import (OSError without it) and builds gpu_nms too:
-# cpu_nms alone, with the same compiler flags.
-CPU_NMS_SETUP = (
-    "from setuptools import setup, Extension\n"
-    "from Cython.Build import cythonize\n"
-    "import numpy\n"
-    "setup(script_args=['build_ext', '--inplace'], ext_modules=cythonize([Extension("
-    "'cpu_nms', ['cpu_nms.pyx'], include_dirs=[numpy.get_include()], "
-    "extra_compile_args=['-Wno-cpp', '-Wno-unused-function'])]))\n")
 
 SHIM = r'''
 """Benchmark shim (benchmarks/migrate_family_run.py): mx.gpu -> mx.cpu, seeds, batch trace."""
@@ -430,6 +357,12 @@ def run(cmd, cwd, log, timeout, env=None):
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            # PYTHONFAULTHANDLER (shim_env): SIGABRT writes every thread's stack to the log
+            os.kill(proc.pid, signal.SIGABRT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             rc = 'timeout'
@@ -475,39 +408,6 @@ def port_kept_copies(tree, logs, timeout):
     return ported
 
 
-def build(tree, repo, logs, timeout):
-    """The family's own build commands first (to record what fails), then BUILD_EDITS."""
-    py = sys.executable
-    steps = []
-    for rel in ('lib/bbox', 'lib/nms', 'lib/dataset/pycocotools'):
-        folder = os.path.join(tree, rel)
-        if os.path.exists(os.path.join(folder, 'setup_linux.py')):
-            steps.append(dict(run([py, 'setup_linux.py', 'build_ext', '--inplace'], folder,
-                                  os.path.join(logs, 'build_%s_asis.log' % rel.replace('/', '_')),
-                                  timeout), step=rel + ' as shipped'))
-    nms = os.path.join(tree, 'lib', 'nms')
-    probe = ('import numpy as np; from cpu_nms import cpu_nms; '
-             'print(cpu_nms(np.array([[0,0,10,10,.9],[1,1,10,10,.8],[30,30,40,40,.7]], '
-             'np.float32), 0.5))')
-    if os.path.exists(os.path.join(nms, 'cpu_nms.pyx')):
-        steps.append(dict(run([py, '-c', CPU_NMS_SETUP], nms, os.path.join(logs, 'build_cpu_nms_asis.log'),
-                              timeout), step='cpu_nms alone, .pyx as shipped'))
-        steps.append(dict(run([py, '-c', probe], nms, os.path.join(logs, 'probe_cpu_nms_asis.log'),
-                              timeout), step='first call of cpu_nms, .pyx as shipped'))
-    steps.append({'step': 'BUILD_EDITS', 'edits': apply_edits(tree, repo, BUILD_EDITS, 'build')})
-    if os.path.exists(os.path.join(nms, 'cpu_nms.pyx')):
-        steps.append(dict(run([py, '-c', CPU_NMS_SETUP], nms, os.path.join(logs, 'build_cpu_nms.log'),
-                              timeout), step='cpu_nms alone, edited'))
-        steps.append(dict(run([py, '-c', probe], nms, os.path.join(logs, 'probe_cpu_nms.log'), timeout),
-                          step='first call of cpu_nms, edited'))
-    coco = os.path.join(tree, 'lib', 'dataset', 'pycocotools')
-    if os.path.exists(os.path.join(coco, 'setup_linux.py')):
-        steps.append(dict(run([py, 'setup_linux.py', 'build_ext', '--inplace'], coco,
-                              os.path.join(logs, 'build_pycocotools.log'), timeout),
-                          step='pycocotools, edited'))
-    return steps
-
-
 def prepare_tree(args, repo, variant):
     tree = os.path.join(args.work, '%s.%s' % (repo, variant))
     shutil.rmtree(tree, ignore_errors=True)
@@ -524,8 +424,10 @@ def prepare_tree(args, repo, variant):
 
 
 def migrate_tree(tree, variant, logs, timeout):
+    """The README's migration, then its build (--build-ext=cpu: no nvcc here); the FORK
+    tree gets the port and the same build, its vendored copies stay."""
     options = (['--write', '--delete-vendored', '--to-python3'] if variant == 'migrated'
-               else ['--to-python3'])
+               else ['--to-python3']) + ['--build-ext=cpu']
     result = run([sys.executable, '-m', 'mxpatch_bind', 'migrate', tree] + options, REPO_ROOT,
                  os.path.join(logs, 'migrate.log'), timeout)
     result['summary'] = result['tail'].strip().splitlines()[-1] if result['tail'].strip() else ''
@@ -538,7 +440,8 @@ def shim_env(args, trace):
     env['PYTHONPATH'] = os.path.join(args.work, 'shim') + os.pathsep + env.get('PYTHONPATH', '')
     env.update({'PROOF_SHIM': '1', 'PROOF_SEED': '0', 'PROOF_TRACE': trace,
                 'MXNET_ENGINE_TYPE': 'NaiveEngine', 'OMP_NUM_THREADS': '1',
-                'PYTHONUNBUFFERED': '1', 'MXNET_CUDNN_AUTOTUNE_DEFAULT': '0'})
+                'PYTHONUNBUFFERED': '1', 'MXNET_CUDNN_AUTOTUNE_DEFAULT': '0',
+                'PYTHONFAULTHANDLER': '1'})
     return env
 
 
@@ -652,7 +555,6 @@ def main():
             if variant == 'fork':
                 r['fork_edits'] = apply_edits(tree, repo, FORK_EDITS, 'fork')
                 r['fork_port'] = port_kept_copies(tree, logs, args.timeout)
-            r['build'] = build(tree, repo, logs, args.timeout)
             print(repo, variant, json.dumps(r.get('migrate', 'reused')), flush=True)
     for project in projects:
         repo = PROJECTS[project]['repo']
