@@ -179,11 +179,16 @@ class FileChecks:
         self._freezing(node, text, copy_rel, given)
 
     def _write_epoch_end_first(self, node, cls, copy_rel, line):
-        keyword = "epoch_end_callback_first=True"
+        self._write_keyword(node, copy_rel, "epoch_end_callback_first=True",
+                            f"{cls}(...): {copy_rel}:{line} has fit call each "
+                            "epoch_end_callback with epoch -1 before training (a prefix-0000 "
+                            "checkpoint); stock fit does not: ")
+
+    def _write_keyword(self, node, copy_rel, keyword, message):
+        """``keyword`` added to the construction ``node`` (a [rewritten] line), or a [check]
+        to add it by hand where it cannot be placed or the import is not rewritten."""
         insertion = _keyword_insertion(node, self.lines, self.view_lines, keyword)
         key = self.import_keys.get(copy_rel)
-        message = (f"{cls}(...): {copy_rel}:{line} has fit call each epoch_end_callback with "
-                   "epoch -1 before training (a prefix-0000 checkpoint); stock fit does not: ")
         if insertion is None or key is None:
             self.add(node, CHECK, message + f"add {keyword} by hand")
         else:
@@ -210,16 +215,9 @@ class FileChecks:
             self._write_rule(node, text, rule, where, source, copy_rel)
 
     def _write_rule(self, node, text, rule, where, source, copy_rel):
-        insertion = _keyword_insertion(node, self.lines, self.view_lines,
-                                       f"fixed_param_rule={rule!r}")
-        key = self.import_keys.get(copy_rel)
-        message = (f"{text}; fixed_param_prefix freezes by {rule} ({where}: {source}), not "
-                   "compat's default substring rule: ")
-        if insertion is None or key is None:
-            self.add(node, CHECK, message + f"add fixed_param_rule={rule!r} by hand")
-        else:
-            self.add(node, REWRITE, message + f"adds fixed_param_rule={rule!r}",
-                     edit=("keyword",) + insertion + (key,))
+        self._write_keyword(node, copy_rel, f"fixed_param_rule={rule!r}",
+                            f"{text}; fixed_param_prefix freezes by {rule} ({where}: {source}), "
+                            "not compat's default substring rule: ")
 
     def _method_call(self, node, receiver, cls, copy_rel):
         method = node.func.attr
