@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .files import skipped_dir
-from .model import call_name
+from .model import declared_extensions
 
 LANGUAGE_LEVEL = "# cython: language_level=2"
 _LEVEL = re.compile(r"^#\s*cython:.*language_level", re.M)
@@ -143,30 +143,8 @@ def extensions(root: Path) -> list[Ext]:
 
 
 def _declared(setup: Path) -> list[Ext]:
-    try:
-        tree = ast.parse(setup.read_text(encoding="utf-8", errors="replace"))
-    except (SyntaxError, ValueError, OSError):
-        return []
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and call_name(node.func) == "Extension":
-            name = _string(node.args[0] if node.args else _keyword(node, "name"))
-            sources_node = node.args[1] if len(node.args) > 1 else _keyword(node, "sources")
-            sources = tuple(s for s in (_string(e) for e in getattr(sources_node, "elts", []))
-                            if s)
-            if name:
-                cuda = any(s.endswith((".cu", ".cuh")) for s in sources)
-                found.append(Ext(name.rsplit(".", 1)[-1], setup.parent, sources, cuda, setup))
-    return found
-
-
-def _keyword(call, name):
-    return next((k.value for k in call.keywords if k.arg == name), None)
-
-
-def _string(node):
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) \
-        else None
+    return [Ext(name, setup.parent, sources, any(s.endswith((".cu", ".cuh")) for s in sources),
+                setup) for name, sources in declared_extensions(setup)]
 
 
 def cuda_only(root: Path) -> set[tuple[Path, str]]:

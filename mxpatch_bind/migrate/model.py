@@ -294,25 +294,35 @@ def _extensions(root: Path) -> set[tuple[PurePosixPath, str]]:
             elif name.endswith(_EXTENSION_SUFFIXES):
                 found.add((rel, name.split(".")[0]))
             elif name.startswith("setup") and name.endswith(".py"):
-                found |= {(rel, ext) for ext in setup_extensions(Path(directory) / name)}
+                found |= {(rel, ext) for ext, _ in declared_extensions(Path(directory) / name)}
     return found
 
 
-def setup_extensions(path: Path) -> list[str]:
-    """The names of the ``Extension('name', ...)`` a ``setup*.py`` builds (its last dotted
-    part: ``build_ext --inplace`` puts it beside the script)."""
+def declared_extensions(path: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """``(name, sources)`` of each ``Extension('name', [sources])`` a ``setup*.py`` declares
+    (the name's last dotted part: ``build_ext --inplace`` puts it beside the script)."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
     except (SyntaxError, ValueError, OSError):
         return []
-    names = []
+    found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and call_name(node.func) == "Extension":
-            first = node.args[0] if node.args else next(
-                (k.value for k in node.keywords if k.arg == "name"), None)
-            if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                names.append(first.value.rsplit(".", 1)[-1])
-    return names
+            name = _string(node.args[0] if node.args else _keyword(node, "name"))
+            listed = node.args[1] if len(node.args) > 1 else _keyword(node, "sources")
+            sources = tuple(s for s in (_string(e) for e in getattr(listed, "elts", [])) if s)
+            if name:
+                found.append((name.rsplit(".", 1)[-1], sources))
+    return found
+
+
+def _keyword(call, name):
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _string(node):
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+        else None
 
 
 def call_name(func):
