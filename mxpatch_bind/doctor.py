@@ -299,7 +299,7 @@ def check_distribution(distributions: Sequence[Tuple[str, str]]) -> Check:
 
 def check_supported(mx: Any) -> Check:
     """Whether :func:`mxpatch_bind.install` accepts this MXNet without ``force=True``."""
-    from ._targets import SUPPORTED_VERSIONS, check_mxnet
+    from .patching._targets import SUPPORTED_VERSIONS, check_mxnet
     problems = check_mxnet(mx)
     if problems:
         return Check("supported", "FAIL", "; ".join(problems))
