@@ -11,13 +11,10 @@ per-device bind gives (``isinstance(module, mx.mod.Module)`` holds throughout).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import numbers
-import os
 import types
-import warnings
 from typing import Any, Optional, Sequence
 
 from ._mxnet_env import import_mxnet
@@ -28,9 +25,8 @@ mx = import_mxnet()
 from mxnet.io import DataDesc  # noqa: E402  (MXNet is imported, or named broken, above)
 
 from ._channel_operator import ChannelOperator  # noqa: E402
+from ._fork_methods import fork_fit, fork_init_optimizer  # noqa: E402
 from .errors import ShapeSpecError  # noqa: E402
-from .horovod import is_horovod  # noqa: E402
-from .module.distributed import is_sync_dist  # noqa: E402
 from .module.shapes import is_device_entry  # noqa: E402
 from .module.transactions import all_or_nothing  # noqa: E402
 
@@ -38,7 +34,6 @@ __all__ = ["MutableModule", "Module", "fixed_param_names_from_prefix", "ChannelO
 
 # The fork's defaults, as module-level values (one object each, as the fork's were).
 _CPU = mx.cpu()
-_UNIFORM = mx.init.Uniform(0.01)
 _SHAPES_FORM = ("a list of (name, shape) pairs, or one such list per context, e.g. "
                 "[('data', (1, 3, 600, 1000))]")
 
@@ -148,8 +143,8 @@ def MutableModule(symbol: Any, data_names: Optional[Sequence[str]],
     module = mx.mod.Module(symbol, data_names, label_names, logger=logger, context=contexts,
                            work_load_list=work_load_list, fixed_param_names=fixed_param_names)
     _ensure_installed()
-    _attach(module, "init_optimizer", _fork_init_optimizer)
-    _attach(module, "fit", _fork_fit)
+    _attach(module, "init_optimizer", fork_init_optimizer)
+    _attach(module, "fit", fork_fit)
     module._epoch_end_callback_first = epoch_end_callback_first
     if max_shapes is not None:
         _attach(module, "bind", _max_shape_bind(max_shapes))
@@ -207,7 +202,7 @@ def Module(symbol: Any, data_names: Optional[Sequence[str]] = ('data',),
                            work_load_list=work_load_list, fixed_param_names=fixed_param_names,
                            state_names=state_names)
     _ensure_installed()
-    _attach(module, "init_optimizer", _fork_init_optimizer)
+    _attach(module, "init_optimizer", fork_init_optimizer)
     return module
 
 
@@ -429,99 +424,3 @@ def _entries_at_max(entries, maxima):
         else:
             out.append((name, maxima[name]))
     return out
-
-
-def _fork_init_optimizer(self, kvstore='local', optimizer='sgd',
-                         optimizer_params=(('learning_rate', 0.01),), force_init=False):
-    """``Module.init_optimizer`` with the fork's default ``rescale_grad``.
-
-    The fork's executor group counted devices as its ``batch_size``, so an optimizer given
-    by name without ``rescale_grad`` got ``1 / number of devices``, times the workers on a
-    store that adds up the workers' gradients (``dist_*_sync``, as the fork's scripts ran,
-    and ``'horovod'``, under the same rule: every worker's devices count). An explicit
-    ``rescale_grad`` or an ``Optimizer`` object is passed on unchanged. Parameters as
-    ``Module.init_optimizer``.
-    """
-    _init_optimizer_with_fork_rescale(self, kvstore, optimizer, optimizer_params, force_init)
-    after = self.__dict__.pop("_after_init_optimizer", None)  # fit's, see _fork_fit
-    if after is not None:
-        after()
-
-
-def _init_optimizer_with_fork_rescale(self, kvstore, optimizer, optimizer_params, force_init):
-    will_init = self.binded and self.params_initialized and (
-        force_init or not self.optimizer_initialized)
-    if not (will_init and isinstance(optimizer, str)
-            and "rescale_grad" not in dict(optimizer_params)):
-        return type(self).init_optimizer(self, kvstore, optimizer, optimizer_params, force_init)
-    adds_workers = is_sync_dist(kvstore) or is_horovod(kvstore)
-    if isinstance(kvstore, str) and adds_workers:
-        kvstore = mx.kv.create(kvstore)
-    workers = kvstore.num_workers if adds_workers else 1
-    optimizer_params = dict(optimizer_params, rescale_grad=1.0 / (len(self._context) * workers))
-    with warnings.catch_warnings():
-        # The Horovod store warns that a given rescale_grad is not 1/(all samples) and to leave
-        # it out; here the user did leave it out, and the fork's rule is the one asked for.
-        warnings.filterwarnings("ignore", message="kvstore='horovod': rescale_grad=")
-        return type(self).init_optimizer(self, kvstore, optimizer, optimizer_params, force_init)
-
-
-def _fork_fit(self, train_data, eval_data=None, eval_metric='acc', epoch_end_callback=None,
-              batch_end_callback=None, kvstore='local', optimizer='sgd',
-              optimizer_params=(('learning_rate', 0.01),), eval_end_callback=None,
-              eval_batch_end_callback=None, initializer=_UNIFORM,
-              arg_params=None, aux_params=None, allow_missing=False, force_rebind=False,
-              force_init=False, begin_epoch=0, num_epoch=None, validation_metric=None,
-              monitor=None, prefix=None, state=None, **kwargs):
-    """``Module.fit`` that also takes the fork's ``prefix`` and ``state`` keywords.
-
-    ``prefix`` was accepted and ignored by the fork's ``MutableModule.fit`` (checkpoints
-    come from ``epoch_end_callback``); it is ignored here too. ``state`` is the path of an
-    optimizer-states file (``prefix-0004.states``) that the fork loaded right after
-    ``init_optimizer``; it is loaded at the same point here. Other keywords (stock's
-    ``sparse_row_id_fn``) are passed on.
-
-    With ``MutableModule(..., epoch_end_callback_first=True)`` each ``epoch_end_callback``
-    is called once with epoch ``-1`` and this call's ``arg_params`` / ``aux_params`` right
-    after ``init_optimizer``, before the first epoch (Relation Networks' copy).
-
-    Raises
-    ------
-    FileNotFoundError
-        ``state`` names no file; raised before anything is bound.
-    """
-    if state is not None:
-        if not os.path.isfile(os.fspath(state)):
-            raise FileNotFoundError(f"fit(state={state!r}): no such optimizer-states file")
-        if self.optimizer_initialized:
-            self.load_optimizer_states(state)
-        else:
-            self._preload_opt_states = state  # stock init_optimizer loads it, then clears it
-    with _epoch_end_first(self, epoch_end_callback, arg_params, aux_params):
-        return type(self).fit(
-            self, train_data, eval_data=eval_data, eval_metric=eval_metric,
-            epoch_end_callback=epoch_end_callback, batch_end_callback=batch_end_callback,
-            kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params,
-            eval_end_callback=eval_end_callback, eval_batch_end_callback=eval_batch_end_callback,
-            initializer=initializer, arg_params=arg_params, aux_params=aux_params,
-            allow_missing=allow_missing, force_rebind=force_rebind, force_init=force_init,
-            begin_epoch=begin_epoch, num_epoch=num_epoch, validation_metric=validation_metric,
-            monitor=monitor, **kwargs)
-
-
-@contextlib.contextmanager
-def _epoch_end_first(module, epoch_end_callback, arg_params, aux_params):
-    """Within ``fit``: with ``epoch_end_callback_first``, the callbacks' epoch -1 call, run
-    by ``_fork_init_optimizer`` once the optimizer is set (where the copy made it)."""
-    if getattr(module, "_epoch_end_callback_first", False) and epoch_end_callback is not None:
-        callbacks = (list(epoch_end_callback) if isinstance(epoch_end_callback, (list, tuple))
-                     else [epoch_end_callback])
-
-        def call_epoch_end_first():
-            for callback in callbacks:
-                callback(-1, module.symbol, arg_params, aux_params)
-        module._after_init_optimizer = call_epoch_end_first
-    try:
-        yield
-    finally:
-        module.__dict__.pop("_after_init_optimizer", None)  # fit stopped before it

@@ -13,6 +13,7 @@ import ast
 from .fork import VENDORED_GROUP, dotted
 
 REWRITE, CHECK, OK = "rewrite", "check", "ok"
+PORT = "port"  # what --to-python3 does (the scan's findings: scanner, native_findings)
 DROP_INS = ("MutableModule", "Module")  # what mxpatch_bind.compat provides
 COMPAT_MODULE = "mxpatch_bind.compat"
 FORK_LOADERS = ("AnchorLoader", "ROIIter", "TestLoader")

@@ -12,7 +12,7 @@ import ast
 import re
 from pathlib import PurePosixPath
 
-from . import contexts, extensions, files, fork, frozen, imports, operators, traps
+from . import fork, frozen, imports, native_findings, traps
 from . import port as py2
 from .checks import (
     CHECK,
@@ -20,14 +20,14 @@ from .checks import (
     FORK_LOADERS,
     INSTALL_EXTRA,
     OK,
-    REWRITE,
+    PORT,
     FileChecks,
     is_per_device_loader,
 )
 from .files import FileProblem, lenient_text, read
 from .model import ImportModel
 
-DELETE, PORT = "delete", "port"
+DELETE = "delete"
 IO_ERROR = ("io-error",)  # the edit of a [check] that makes the exit status 2
 IMPORTS = ("imports",)  # the edit of an import check's [check]: redone after a write
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -175,9 +175,9 @@ class Scan:
             self._division_findings(rel, parsed)
         self._frozen_findings()
         self._plan_deletions()
-        self._operator_findings()
-        self._extension_findings()
-        self._context_findings()
+        native_findings.operator_findings(self)
+        native_findings.extension_findings(self)
+        native_findings.context_findings(self)
         self.import_findings()
         return sorted(self.out, key=lambda f: (f.path, f.line, f.action, f.message))
 
@@ -206,117 +206,6 @@ class Scan:
                 if (str(rel), line) not in rewritten:
                     self.add(rel, line, CHECK, message, edit=IMPORTS)
         return self.out[start:]
-
-    def _extension_findings(self):
-        """The ``.pyx`` files Cython 3 or Python 3 refuses, and the module-level imports of
-        CUDA-only extensions that a CPU build cannot satisfy: --to-python3 fixes both."""
-        for entry in files.walk(self.root, (".pyx",))[1]:
-            if entry.problem or entry.read_only:
-                continue
-            try:
-                text = read(entry.path).text
-            except FileProblem:
-                continue
-            changes = extensions.port_pyx(text)[1]
-            if changes:
-                lines = sorted({line for line, _ in changes})
-                whats = "; ".join(sorted({what for _, what in changes}))
-                self.add(entry.rel, lines[0], PORT, f"Cython source written for Python 2 "
-                                                    f"({whats}): --to-python3 ports it",
-                         edit=("pyx",))
-        cuda = {name for folder, name in extensions.cuda_only(self.root)}
-        if not cuda:
-            return
-        for rel, parsed in sorted(self.files.items()):
-            names = sorted({node.module.split(".")[-1] for node in parsed.tree.body
-                            if isinstance(node, ast.ImportFrom) and node.module
-                            and node.module.split(".")[-1] in cuda
-                            and self._is_cuda_extension(rel, node)})
-            if names:
-                line = min(n.lineno for n in parsed.tree.body if isinstance(n, ast.ImportFrom)
-                           and n.module and n.module.split(".")[-1] in names)
-                plural = "s" if len(names) > 1 else ""
-                self.add(rel, line, PORT, f"imports the CUDA extension{plural} "
-                                          f"{', '.join(names)} at module level: a CPU build "
-                                          "fails at import; --to-python3 guards it (a call "
-                                          "then names CUDA)", edit=("guard", tuple(names)))
-
-    def _context_findings(self):
-        """Calls that hand a CUDA-only function a context's device id, where the module
-        defines a CPU twin (contexts.py): --to-python3 makes them choose by the context."""
-        for rel, parsed in sorted(self.files.items()):
-            if rel in self.copies:
-                continue
-            names = self._imported_twins(rel, parsed.tree)
-            calls = contexts.context_calls(parsed.tree, names)
-            if calls:
-                gpu = sorted({c.func.id for c in calls})
-                self.add(rel, calls[0].lineno, PORT,
-                         f"calls {', '.join(gpu)} with a context's device_id: a CPU context "
-                         f"then needs CUDA; --to-python3 makes each call choose "
-                         f"{', '.join(names[g] for g in gpu)} on a CPU context",
-                         edit=("context", tuple(sorted((g, names[g]) for g in gpu))))
-
-    def _imported_twins(self, rel, tree):
-        """``{gpu name: cpu name}`` imported (without ``as``) from a module of the tree that
-        imports a CUDA-only extension and defines both."""
-        names = {}
-        for node in tree.body:
-            if not isinstance(node, ast.ImportFrom) or not node.module:
-                continue
-            target = self._target(rel, node)
-            module = self.files.get(target.rel) if target is not None and target.rel else None
-            if module is None or not self._imports_cuda(target.rel, module.tree):
-                continue
-            twins = contexts.twins(module.tree)
-            names.update({a.name: twins[a.name] for a in node.names
-                          if a.asname is None and a.name in twins})
-        return names
-
-    def _imports_cuda(self, rel, tree):
-        cuda = {name for _, name in extensions.cuda_only(self.root)}
-        found = [n for top in tree.body for n in ([top] + (top.body if isinstance(top, ast.Try)
-                                                           else []))
-                 if isinstance(n, ast.ImportFrom) and n.module
-                 and n.module.split(".")[-1] in cuda]
-        return any(self._is_cuda_extension(rel, n) for n in found)
-
-    def _target(self, rel, node):
-        """What an ``ImportFrom`` refers to as the repository runs (implicit relative first,
-        as Python 2 read it)."""
-        return (self.model.sibling(rel, node.module) if not node.level
-                and node.module.split(".")[0] in self.model.local_names(rel)
-                else self.model.resolve(rel, node.module, node.level))
-
-    def _is_cuda_extension(self, rel, node):
-        target = self._target(rel, node)
-        return target is not None and target.kind == "extension"
-
-    def _operator_findings(self):
-        """A ``[check]`` at each call of an operator the installed MXNet lacks."""
-        found = [(rel, *call) for rel, parsed in sorted(self.files.items())
-                 if rel not in self.copies for call in operators.calls(parsed.tree)]
-        if not found:
-            return
-        table = operators.installed()
-        if table is None:
-            rel, line = found[0][:2]
-            self.add(rel, line, CHECK, "MXNet cannot be imported here, so the operators the code "
-                                       "calls were not checked (pip install \"mxnet==1.9.1\" "
-                                       "\"numpy<1.24\")")
-            return
-        sources = None
-        for rel, line, namespace, name, spelled in found:
-            if name not in table[namespace] and name in operators.COMPAT_OPERATORS:
-                self.add(rel, line, REWRITE, operators.missing_message(
-                    spelled, name, table["version"], []), edit=("compat-op",))
-            elif name not in table[namespace]:
-                sources = operators.own_sources(self.root) if sources is None else sources
-                elsewhere = next((other for other in ("sym.contrib", "sym", "nd.contrib", "nd")
-                                  if other[:2] == namespace[:2] and name in table[other]), None)
-                self.add(rel, line, CHECK, operators.missing_message(
-                    spelled, name, table["version"], sources.get(name, []), elsewhere,
-                    tuple(operators.submodules(self.root))))
 
     @property
     def python2_code_base(self):
