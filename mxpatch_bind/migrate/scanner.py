@@ -226,9 +226,11 @@ class Scan:
                   "one)"] if yaml_lines else []
         others = sorted({n.lineno for n in traps.linspace_counts(tree)}
                         | {m.lineno for m, _ in traps.pickle_files(tree)}
-                        | {c.lineno for c in traps.pickle_loads_without_encoding(tree)})
-        found += [f"np.linspace with a float num, a pickle in a text-mode file, or pickle.load "
-                  f"without encoding= at line {_lines(others)}"] if others else []
+                        | {c.lineno for c in traps.pickle_loads_without_encoding(tree)}
+                        | {a.lineno for a in traps.dummy_reexports(tree)})
+        found += [f"np.linspace with a float num, a pickle in a text-mode file, pickle.load "
+                  f"without encoding=, or multiprocessing.dummy's cpu_count at line "
+                  f"{_lines(others)}"] if others else []
         pickled = traps.pickled_op_arguments(tree)
         found += [f"pickle through mx.sym.Custom's keywords at line {_lines(pickled)} (bytes "
                   "reach the op as \"b'...'\")"] if pickled else []

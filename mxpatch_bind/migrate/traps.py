@@ -32,6 +32,7 @@ import tokenize
 MARKER = "# migrate: check '/'"
 HELPERS_MODULE = "mxpatch_bind.py2"  # old_div and old_idiv: Python 2's '/' at run time
 _INT_CALLS = {"len", "int"}
+_DUMMY_REEXPORTS = {"cpu_count", "TimeoutError"}
 _FLOAT_CALLS = {"float"}
 # Calls that return a float on Python 2 (math.floor and math.ceil too, there).
 _FLOAT_METHODS = {("time", "time"), ("time", "clock"), ("time", "perf_counter")} | {
@@ -168,6 +169,18 @@ def _opened_files(scope):
                 yield target.id, value
 
 
+def dummy_reexports(tree: ast.Module) -> list[ast.Attribute]:
+    """``mp.cpu_count`` / ``mp.TimeoutError`` where ``mp`` is ``multiprocessing.dummy``:
+    Python 2's re-exported them from ``multiprocessing``, Python 3's does not (FCIS's
+    ``coco.py``: ``mp.Pool(mp.cpu_count())``, AttributeError when the dataset loads)."""
+    names = _module_names(tree, "multiprocessing.dummy") | {
+        a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+        and n.module == "multiprocessing" and not n.level for a in n.names if a.name == "dummy"}
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+            and n.attr in _DUMMY_REEXPORTS and isinstance(n.value, ast.Name)
+            and n.value.id in names]
+
+
 def pickle_loads_without_encoding(tree: ast.Module) -> list[ast.Call]:
     """``pickle.load(f)`` of a file without ``encoding=``: a cache that Python 2 wrote
     (``data/cache/*.pkl``) holds NumPy arrays whose bytes Python 3 decodes as ASCII
@@ -183,6 +196,13 @@ def _names_from(tree, module):
     """The names a file imports from ``module`` (``from mxpatch_bind.py2 import old_div``)."""
     return {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
             and n.module == module and not n.level for a in n.names}
+
+
+def _binds_multiprocessing(tree):
+    """Whether the name ``multiprocessing`` is the module (``import multiprocessing`` or
+    ``import multiprocessing.dummy``, without ``as``)."""
+    return any(a.asname is None and a.name.split(".")[0] == "multiprocessing"
+               for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names)
 
 
 def _module_names(tree, module):
@@ -277,7 +297,12 @@ def fix(text: str, python2_division: bool) -> tuple[str, list[int]]:
         edits += _wrap(call, text, offsets)
         if "base64" not in _module_names(tree, "base64"):
             imports = ["import base64"]
+    for attribute in dummy_reexports(tree):  # mp.cpu_count -> multiprocessing.cpu_count
+        start = _absolute(offsets, attribute.lineno, attribute.col_offset, text)
+        edits.append(((attribute.lineno, start), _base_name(attribute.value), "multiprocessing"))
     new = _replace(text, offsets, edits)
+    if dummy_reexports(tree) and not _binds_multiprocessing(tree):
+        imports.append("import multiprocessing")
     helpers -= _names_from(tree, HELPERS_MODULE)
     if helpers:
         imports.append(f"from {HELPERS_MODULE} import {', '.join(sorted(helpers))}")

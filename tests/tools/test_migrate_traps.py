@@ -193,6 +193,46 @@ def test_divisions_no_form_proves_compute_what_python_2_computed(tmp_path, capsy
         "proj/core/sampler.py:21"]
 
 
+# FCIS's coco.py: Python 2's multiprocessing.dummy re-exported cpu_count; Python 3's does not.
+DUMMY = {
+    "lib/__init__.py": "",
+    "lib/dataset.py": """\
+        import multiprocessing.dummy as mp
+
+
+        def areas(boxes):
+            pool = mp.Pool(mp.cpu_count())
+            try:
+                return pool.map(lambda b: (b[2] - b[0]) * (b[3] - b[1]), boxes)
+            finally:
+                pool.close()
+        """,
+    "train.py": """\
+        from lib.dataset import areas
+
+        if __name__ == '__main__':
+            print areas([(0, 0, 2, 3), (1, 1, 5, 2)])
+        """,
+}
+
+
+def test_multiprocessing_dummys_cpu_count_comes_from_multiprocessing_after_the_port(tmp_path,
+                                                                                   capsys):
+    root = write_tree(tmp_path, DUMMY)
+    status, lines = run_migrate(capsys, root)
+    assert any(line.startswith("lib/dataset.py:5: [port] Python 3 traps: np.linspace with a "
+                               "float num, a pickle in a text-mode file, pickle.load without "
+                               "encoding=, or multiprocessing.dummy's cpu_count at line 5")
+               for line in lines), lines
+    run_migrate(capsys, root, "--to-python3")
+    ported = (root / "lib/dataset.py").read_text()
+    assert ported.startswith("import multiprocessing\nimport multiprocessing.dummy as mp\n")
+    assert "pool = mp.Pool(multiprocessing.cpu_count())" in ported
+    ran = subprocess.run([sys.executable, "train.py"], cwd=root, capture_output=True,
+                         text=True, timeout=120)
+    assert (ran.returncode, ran.stdout) == (0, "[6, 4]\n"), ran.stderr
+
+
 # --------------------------------------------------------------------------- yaml
 def test_yaml_load_gets_a_loader_and_the_ported_config_loads(tmp_path, capsys):
     pytest.importorskip("yaml")
