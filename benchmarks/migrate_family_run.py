@@ -63,6 +63,7 @@ REPO_ROOT = os.path.dirname(HERE)
 REPOS = {
     'Deformable-ConvNets': 'msracver+Deformable-ConvNets',
     'Relation-Networks-for-Object-Detection': 'msracver+Relation-Networks-for-Object-Detection',
+    'FCIS': 'msracver+FCIS',
 }
 
 # project -> repository, the repository's own config it starts from, the symbol class our
@@ -83,6 +84,9 @@ PROJECTS = {
                               'resnet_v1_101_coco_trainvalminus_rcnn_end2end_relation_8epoch.yaml',
                           base='resnet_v1_101_rcnn_attention_1024_pairwise_position_multi_head_16',
                           backbone='c4'),
+    'fcis': dict(repo='FCIS',
+                 cfg='experiments/fcis/cfgs/resnet_v1_101_coco_fcis_end2end_ohem.yaml',
+                 base='resnet_v1_101_fcis', backbone='c4'),
     'deeplab': dict(repo='Deformable-ConvNets',
                     cfg='experiments/deeplab/cfgs/deeplab_resnet_v1_101_voc12_segmentation_base.yaml',
                     base='resnet_v1_101_deeplab', backbone='seg', train='train.py'),
@@ -115,7 +119,13 @@ FORK_EDITS = [
      "the fork's _get_or_reshape shrinks a shared buffer with NDArray.reshape, which MXNet "
      "1.9.1 refuses: ValueError: Cannot reshape array of size 500 into shape (1, 2, 5) "
      "(gt_boxes bound at (1, 100, 5)) at the first batch; the view MXNet 0.12 returned")
-    for project in ('faster_rcnn', 'rfcn', 'fpn', 'deeplab', 'relation_rcnn')
+    for project in ('faster_rcnn', 'rfcn', 'fpn', 'deeplab', 'relation_rcnn', 'fcis')
+] + [
+    ('FCIS', 'fcis/symbols/resnet_v1_101_fcis.py', 'mx.contrib.sym.ChannelOperator(',
+     "__import__('mxpatch_bind.compat').compat.ChannelOperator(",
+     "FCIS's own MXNet build registered ChannelOperator in C++; stock MXNet 1.9.1 has none, "
+     "so the FORK tree takes compat's too (what the MIGRATED tree gets from migrate --write): "
+     "the comparison is of the module"),
 ]
 
 SHIM = r'''
@@ -334,7 +344,10 @@ def setup_project(tree, project):
     init = os.path.join(symbols, '__init__.py')
     with open(init) as f:
         text = f.read()
-    line = 'from . import tiny_%s\n' % project
+    # D-CN's scripts eval 'module.class' (`from . import x`); FCIS's eval the class, which its
+    # __init__ star-imports from the symbol module
+    star = 'from .%s import *' % PROJECTS[project]['base'] in text
+    line = ('from .tiny_%s import *\n' if star else 'from . import tiny_%s\n') % project
     if line not in text:
         with open(init, 'a') as f:
             f.write(('' if text.endswith('\n') or not text else '\n') + line)
