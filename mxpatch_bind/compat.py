@@ -27,7 +27,7 @@ from mxnet.io import DataDesc  # noqa: E402  (MXNet is imported, or named broken
 from ._channel_operator import ChannelOperator  # noqa: E402
 from ._fork_methods import fork_fit, fork_init_optimizer  # noqa: E402
 from .errors import ShapeSpecError  # noqa: E402
-from .module.shapes import is_device_entry  # noqa: E402
+from .module.shapes import FORK_INPUTS, is_device_entry  # noqa: E402
 from .module.transactions import all_or_nothing  # noqa: E402
 
 __all__ = ["MutableModule", "Module", "fixed_param_names_from_prefix", "ChannelOperator"]
@@ -146,6 +146,7 @@ def MutableModule(symbol: Any, data_names: Optional[Sequence[str]],
     _attach(module, "init_optimizer", fork_init_optimizer)
     _attach(module, "fit", fork_fit)
     module._epoch_end_callback_first = epoch_end_callback_first
+    setattr(module, FORK_INPUTS, True)  # an input's first axis need not count samples
     if max_shapes is not None:
         _attach(module, "bind", _max_shape_bind(max_shapes))
     return module
@@ -203,6 +204,7 @@ def Module(symbol: Any, data_names: Optional[Sequence[str]] = ('data',),
                            state_names=state_names)
     _ensure_installed()
     _attach(module, "init_optimizer", fork_init_optimizer)
+    setattr(module, FORK_INPUTS, True)
     return module
 
 

@@ -155,7 +155,8 @@ def _per_device_spec(module, data_shapes, label_shapes):
         return None
     _require_module(module)
     return shapes.parse_device_shapes(data_shapes, label_shapes, module.data_names,
-                                      module.label_names, len(module._context))
+                                      module.label_names, len(module._context),
+                                      shapes.checks_samples_per_input(module))
 
 
 def _require_module(module):

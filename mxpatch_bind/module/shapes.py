@@ -210,7 +210,8 @@ def batch_form(data_batch):
     return STOCK
 
 
-def parse_device_shapes(data_shapes, label_shapes, data_names, label_names, num_devices):
+def parse_device_shapes(data_shapes, label_shapes, data_names, label_names, num_devices,
+                        samples_per_input=True):
     """Validate a per-device spec and normalise it to :class:`DeviceShapes`.
 
     Parameters
@@ -223,6 +224,10 @@ def parse_device_shapes(data_shapes, label_shapes, data_names, label_names, num_
         The module's input names; every device must name exactly these.
     num_devices : int
         Number of contexts the module runs on.
+    samples_per_input : bool
+        Default ``True``: each device's inputs must hold the same number of samples
+        (:func:`check_batch_sizes`). ``False`` for a module that takes the fork's inputs
+        (:func:`checks_samples_per_input`).
 
     Returns
     -------
@@ -247,7 +252,8 @@ def parse_device_shapes(data_shapes, label_shapes, data_names, label_names, num_
     spec = DeviceShapes(data, label)
     check_layouts_agree(spec)
     check_dtypes_agree(spec)
-    check_batch_sizes(spec, ShapeSpecError, "data_shapes device")
+    if samples_per_input:
+        check_batch_sizes(spec, ShapeSpecError, "data_shapes device")
     return spec
 
 
@@ -442,6 +448,18 @@ def _beside_device_0(spec):
         for index, descs in enumerate(devices):
             for desc, first in zip(descs, devices[0]):
                 yield what, index, desc, first
+
+
+# Set on a module by mxpatch_bind.compat: it takes inputs as the fork did, whose executor group
+# never sliced an input, so an input's first axis need not count samples (FCIS's gt_masks:
+# (objects, height, width) beside data (1, 3, height, width)).
+FORK_INPUTS = "_mxpatch_bind_fork_inputs"
+
+
+def checks_samples_per_input(module):
+    """Whether ``module``'s per-device shapes and batches go through :func:`check_batch_sizes`
+    (every module but those :mod:`mxpatch_bind.compat` makes)."""
+    return not getattr(module, FORK_INPUTS, False)
 
 
 def check_batch_sizes(spec, error, where):

@@ -554,3 +554,53 @@ def test_epoch_end_callback_first_must_be_a_bool(value):
                                         "or False"):
         MutableModule(detector_net(), ["data"], ["softmax_label"],
                       epoch_end_callback_first=value)
+
+
+# --------------------------------------------------------------------------- the fork's inputs
+def mask_net():
+    """FCIS's inputs in small: data (1, 3, h, w) beside gt_masks (objects, h, w)."""
+    conv = mx.sym.Convolution(mx.sym.Variable("data"), num_filter=2, kernel=(3, 3), pad=(1, 1),
+                              name="conv1")
+    masks = mx.sym.Variable("gt_masks")
+    return mx.sym.Group([mx.sym.sum(conv, axis=(1, 2, 3)), mx.sym.sum(masks, axis=(1, 2))])
+
+
+def fcis_like(objects, seed):
+    rng = np.random.RandomState(seed)
+    return [[mx.nd.array(rng.uniform(-1, 1, (1, 3, h, w))),
+             mx.nd.array(rng.randint(0, 2, (k, h, w)))]
+            for k, (h, w) in zip(objects, [(8, 12), (10, 6)])]
+
+
+@pytest.mark.parametrize("objects", [(2, 3), (1, 1), (4, 2)])
+def test_the_drop_in_takes_inputs_whose_first_axis_counts_objects_as_the_fork_did(contexts,
+                                                                                  objects):
+    # FCIS binds gt_masks (objects, h, w) beside data (1, 3, h, w); the fork never sliced an
+    # input. Reference: each device's own executor, bound at its shapes by stock simple_bind.
+    symbol = mask_net()
+    mod = MutableModule(symbol, ["data", "gt_masks"], None, context=contexts)
+    arrays = fcis_like(objects, seed=sum(objects))
+    provide = [[("data", d.shape), ("gt_masks", m.shape)] for d, m in arrays]
+    mod.bind(provide, None, for_training=False)
+    args = {"conv1_weight": mx.nd.array(np.full((2, 3, 3, 3), 0.1)),
+            "conv1_bias": mx.nd.zeros((2,))}
+    mod.set_params(args, {})
+    mod.forward(mx.io.DataBatch(data=[list(a) for a in arrays], label=None,
+                                provide_data=provide), is_train=False)
+    got = mod.get_outputs(merge_multi_context=False)
+    for device, (data, masks) in enumerate(arrays):
+        executor = symbol.simple_bind(mx.cpu(), grad_req="null", data=data.shape,
+                                      gt_masks=masks.shape)
+        executor.forward(is_train=False, data=data, gt_masks=masks, **args)
+        for output, expected in zip(got, executor.outputs):
+            assert np.array_equal(output[device].asnumpy(), expected.asnumpy())
+
+
+def test_a_stock_module_still_refuses_inputs_of_another_sample_count(contexts):
+    import mxpatch_bind as mpb
+    mod = mx.mod.Module(mask_net(), ["data", "gt_masks"], None, context=contexts)
+    provide = [[("data", d.shape), ("gt_masks", m.shape)] for d, m in fcis_like((2, 3), 0)]
+    with mpb.patched(), pytest.raises(ShapeSpecError, match="holds different numbers of "
+                                                            "samples per input"):
+        mod.bind(provide, None, for_training=False)
+    assert not mod.binded
