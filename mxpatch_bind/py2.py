@@ -1,4 +1,5 @@
-"""Python 2's ``/`` on Python 3, for the code ``migrate --to-python3`` ported.
+"""Python 2's ``/`` (and its bytes in ``json``) on Python 3, for the code ``migrate
+--to-python3`` ported.
 
 Python 2 divided two integers to an integer (rounding down) and divided anything else truly.
 Where ``migrate`` cannot tell from a ``/``'s operands which of the two a line meant, it
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["old_div", "old_idiv"]
+__all__ = ["old_div", "old_idiv", "json_bytes"]
 
 
 def old_div(dividend: Any, divisor: Any) -> Any:
@@ -83,6 +84,43 @@ def old_idiv(target: Any, divisor: Any) -> Any:
     else:
         target /= divisor
     return target
+
+
+def json_bytes(value: Any) -> str:
+    """The ``default=`` of ``json.dump`` / ``json.dumps`` that writes bytes as Python 2 did.
+
+    Python 2's ``str`` was bytes, and ``json`` wrote it as text decoded as UTF-8; on Python 3
+    ``json`` refuses bytes (pycocotools' RLE ``counts`` in FCIS's segmentation results).
+    ``migrate --to-python3`` passes this to the calls of a Python 2 code base that give no
+    ``default`` or ``cls`` of their own.
+
+    Parameters
+    ----------
+    value : object
+        What ``json`` could not serialize.
+
+    Returns
+    -------
+    str
+        ``value`` decoded as UTF-8 when it is bytes.
+
+    Raises
+    ------
+    TypeError
+        For anything else, as ``json`` raises without a ``default``.
+    UnicodeDecodeError
+        For bytes that are not UTF-8 (Python 2 raised it too).
+
+    Examples
+    --------
+    >>> import json
+    >>> from mxpatch_bind.py2 import json_bytes
+    >>> json.dumps({'counts': b'Ue02'}, default=json_bytes)
+    '{"counts": "Ue02"}'
+    """
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8")
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _integral(value: Any) -> bool:

@@ -262,10 +262,10 @@ def _edited(text, chosen, filename):
     if ports:
         local = ports[0][2] if len(ports[0]) > 2 else ()
         new, warnings = edits.port(new, filename, frozenset(local))
-        new = traps.fix(new, python2_division=True)[0]
+        new = traps.fix(new, python2=True)[0]
         made.add(("port",))
     for edit in {f.edit for f in chosen if f.edit[0] == "traps"}:
-        new = traps.fix(new, python2_division=edit[1])[0]
+        new = traps.fix(new, python2=edit[1])[0]
         made.add(edit)
     for edit in {f.edit for f in chosen if f.edit[0] == "guard"}:
         new = extensions.guard_import(new, set(edit[1]))[0]

@@ -227,9 +227,11 @@ class Scan:
         others = sorted({n.lineno for n in traps.linspace_counts(tree)}
                         | {m.lineno for m, _ in traps.pickle_files(tree)}
                         | {c.lineno for c in traps.pickle_loads_without_encoding(tree)}
-                        | {a.lineno for a in traps.dummy_reexports(tree)})
-        found += [f"np.linspace with a float num, a pickle in a text-mode file, pickle.load "
-                  f"without encoding=, or multiprocessing.dummy's cpu_count at line "
+                        | {a.lineno for a in traps.dummy_reexports(tree)}
+                        | ({c.lineno for c in traps.json_dumps_without_default(tree)}
+                           if self.python2_code_base else set()))
+        found += [f"Python 2 library behaviour (np.linspace's float num, pickle's file modes "
+                  f"and encoding, multiprocessing.dummy's cpu_count, bytes in json) at line "
                   f"{_lines(others)}"] if others else []
         pickled = traps.pickled_op_arguments(tree)
         found += [f"pickle through mx.sym.Custom's keywords at line {_lines(pickled)} (bytes "
@@ -241,7 +243,7 @@ class Scan:
                         default=None)
             line = min(x for x in (first, *yaml_lines, *pickled, *others) if x is not None)
             self.add(rel, line, PORT, f"Python 3 traps: {'; '.join(found)}: --to-python3 fixes "
-                                      "them", edit=("traps", division))
+                                      "them", edit=("traps", self.python2_code_base))
 
     def _unproven_divisions(self, rel, divisions):
         if divisions:

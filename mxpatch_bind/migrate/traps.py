@@ -181,6 +181,15 @@ def dummy_reexports(tree: ast.Module) -> list[ast.Attribute]:
             and n.value.id in names]
 
 
+def json_dumps_without_default(tree: ast.Module) -> list[ast.Call]:
+    """``json.dump`` / ``json.dumps`` calls with neither ``default`` nor ``cls``: Python 2's
+    json wrote bytes (its ``str``) as text, Python 3's refuses them."""
+    names = _module_names(tree, "json")
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and (_is_attr_call(n, names, "dump") or _is_attr_call(n, names, "dumps"))
+            and not any(k.arg in ("default", "cls", None) for k in n.keywords)]
+
+
 def pickle_loads_without_encoding(tree: ast.Module) -> list[ast.Call]:
     """``pickle.load(f)`` of a file without ``encoding=``: a cache that Python 2 wrote
     (``data/cache/*.pkl``) holds NumPy arrays whose bytes Python 3 decodes as ASCII
@@ -278,18 +287,22 @@ def _is_float(node) -> bool:
 
 
 # ---------------------------------------------------------------------- fixing
-def fix(text: str, python2_division: bool) -> tuple[str, list[int]]:
+def fix(text: str, python2: bool) -> tuple[str, list[int]]:
     """``text`` (Python 3) with its traps fixed; returns it and the lines marked for ``/``.
 
-    ``python2_division``: whether the file's ``/`` had Python 2's meaning (it comes from a
-    Python 2 code base and has no ``from __future__ import division``).
+    ``python2``: whether the file comes from a Python 2 code base: its ``/`` had Python 2's
+    meaning (unless it imports ``division`` from ``__future__``) and its ``str`` was bytes.
     """
     tree = ast.parse(text)
     lines = text.splitlines(True)
     offsets = _offsets(lines)
     edits, helpers, unproven = [], set(), set()  # edits: ((line, offset), old, new)
-    if python2_division and not has_future_division(tree):
+    if python2 and not has_future_division(tree):
         edits, helpers, unproven = _division_edits(tree, text, offsets)
+    if python2:
+        for call in json_dumps_without_default(tree):
+            edits.append(_keyword_edit(call, text, offsets, "default=json_bytes"))
+            helpers.add("json_bytes")
     edits += _yaml_edits(tree, text, offsets)
     edits += _more_edits(tree, text, offsets)
     imports = []
@@ -417,16 +430,18 @@ def _operator(text, offsets, left, right):
 
 def _yaml_edits(tree, text, offsets):
     names = _module_names(tree, "yaml")
-    edits = []
-    for call in ast.walk(tree):
-        if isinstance(call, ast.Call) and _is_attr_call(call, names, "load") \
-                and len(call.args) == 1 and not any(k.arg == "Loader" for k in call.keywords):
-            end = _absolute(offsets, call.end_lineno, call.end_col_offset, text) - 1  # ')'
-            inside = text[:end].rstrip()
-            comma = "" if inside.endswith(",") else ","
-            loader = f"{comma} Loader={call.func.value.id}.SafeLoader"
-            edits.append(((call.end_lineno, len(inside)), "", loader))
-    return edits
+    return [_keyword_edit(call, text, offsets, f"Loader={call.func.value.id}.SafeLoader")
+            for call in ast.walk(tree) if isinstance(call, ast.Call)
+            and _is_attr_call(call, names, "load") and len(call.args) == 1
+            and not any(k.arg == "Loader" for k in call.keywords)]
+
+
+def _keyword_edit(call, text, offsets, keyword):
+    """The edit that passes ``keyword`` last to ``call`` (before its closing parenthesis)."""
+    end = _absolute(offsets, call.end_lineno, call.end_col_offset, text) - 1  # ')'
+    inside = text[:end].rstrip()
+    comma = "" if inside.endswith(("(", ",")) else ","
+    return ((call.end_lineno, len(inside)), "", f"{comma} {keyword}")
 
 
 def _more_edits(tree, text, offsets):
@@ -443,10 +458,7 @@ def _more_edits(tree, text, offsets):
         quote = text[start]
         edits.append(((mode.lineno, start), text[start:end], f"{quote}{new}{quote}"))
     for call in pickle_loads_without_encoding(tree):
-        end = _absolute(offsets, call.end_lineno, call.end_col_offset, text) - 1  # ')'
-        inside = text[:end].rstrip()
-        comma = "" if inside.endswith(",") else ","
-        edits.append(((call.end_lineno, len(inside)), "", f"{comma} encoding='latin1'"))
+        edits.append(_keyword_edit(call, text, offsets, "encoding='latin1'"))
     return edits
 
 

@@ -6,6 +6,7 @@ The fixture trees are written here in the family's Python 2 style (``print`` sta
 ``cPickle``), each reproducing one trap.
 """
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -24,8 +25,8 @@ OLD_DIV = "from mxpatch_bind.py2 import old_div\n"
 OLD_IDIV = "from mxpatch_bind.py2 import old_idiv\n"
 
 
-def fixed(source, python2_division=True):
-    return traps.fix(textwrap.dedent(source), python2_division)
+def fixed(source, python2=True):
+    return traps.fix(textwrap.dedent(source), python2)
 
 
 # --------------------------------------------------------------------------- division
@@ -61,7 +62,7 @@ def test_a_division_is_rewritten_where_proven_and_kept_python_2_where_not(source
 
 
 def test_a_file_of_a_python_3_code_base_keeps_its_divisions():
-    assert fixed("x = a / b\n", python2_division=False) == ("x = a / b\n", [])
+    assert fixed("x = a / b\n", python2=False) == ("x = a / b\n", [])
 
 
 def test_the_marked_lines_are_read_from_comments_only():
@@ -220,9 +221,10 @@ def test_multiprocessing_dummys_cpu_count_comes_from_multiprocessing_after_the_p
                                                                                    capsys):
     root = write_tree(tmp_path, DUMMY)
     status, lines = run_migrate(capsys, root)
-    assert any(line.startswith("lib/dataset.py:5: [port] Python 3 traps: np.linspace with a "
-                               "float num, a pickle in a text-mode file, pickle.load without "
-                               "encoding=, or multiprocessing.dummy's cpu_count at line 5")
+    assert any(line.startswith("lib/dataset.py:5: [port] Python 3 traps: Python 2 library "
+                               "behaviour (np.linspace's float num, pickle's file modes and "
+                               "encoding, multiprocessing.dummy's cpu_count, bytes in json) at "
+                               "line 5")
                for line in lines), lines
     run_migrate(capsys, root, "--to-python3")
     ported = (root / "lib/dataset.py").read_text()
@@ -231,6 +233,50 @@ def test_multiprocessing_dummys_cpu_count_comes_from_multiprocessing_after_the_p
     ran = subprocess.run([sys.executable, "train.py"], cwd=root, capture_output=True,
                          text=True, timeout=120)
     assert (ran.returncode, ran.stdout) == (0, "[6, 4]\n"), ran.stderr
+
+
+# FCIS's coco.py writes pycocotools' RLE masks (counts: bytes on Python 3) with json.dump.
+JSON_BYTES = {
+    "results.py": """\
+        import json
+
+
+        def write(path, counts):
+            results = [{'image_id': 1, 'segmentation': {'size': [4, 4],
+                                                        'counts': counts.encode('ascii')}}]
+            with open(path, 'w') as f:
+                json.dump(results, f, sort_keys=True, indent=4)
+
+        if __name__ == '__main__':
+            write('out.json', 'Ue02')
+            print open('out.json').read()
+        """,
+}
+
+
+def test_bytes_reach_json_as_python_2_wrote_them_after_the_port(tmp_path, capsys):
+    root = write_tree(tmp_path, JSON_BYTES)
+    run_migrate(capsys, root, "--to-python3")
+    assert "json.dump(results, f, sort_keys=True, indent=4, default=json_bytes)" in (
+        root / "results.py").read_text()
+    ran = subprocess.run([sys.executable, "results.py"], cwd=root, capture_output=True,
+                         text=True, timeout=120)
+    expected = json.dumps([{"image_id": 1, "segmentation": {"size": [4, 4], "counts": "Ue02"}}],
+                          sort_keys=True, indent=4)
+    assert (ran.returncode, ran.stdout) == (0, expected + "\n"), ran.stderr
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("import json\ns = json.dumps(x)\n",
+     "from mxpatch_bind.py2 import json_bytes\nimport json\ns = json.dumps(x, default=json_bytes)\n"),
+    ("import json\njson.dump(x, f,)\n",
+     "from mxpatch_bind.py2 import json_bytes\nimport json\njson.dump(x, f, default=json_bytes)\n"),
+    ("import json\ns = json.dumps(x, cls=Encoder)\n", "import json\ns = json.dumps(x, cls=Encoder)\n"),
+    ("import json\ns = json.dumps(x, **options)\n", "import json\ns = json.dumps(x, **options)\n"),
+])
+def test_json_calls_of_a_python_2_code_base_get_the_bytes_default(source, expected):
+    assert fixed(source)[0] == expected
+    assert fixed(source, python2=False)[0] == source
 
 
 # --------------------------------------------------------------------------- yaml

@@ -68,3 +68,14 @@ def test_in_place_division_keeps_the_array_and_its_other_names():
 def test_integer_division_by_zero_raises_as_in_python_2():
     with pytest.raises(ZeroDivisionError):
         old_div(1, 0)
+
+
+def test_json_bytes_writes_bytes_as_text_and_refuses_the_rest_as_json_did():
+    import json
+
+    from mxpatch_bind.py2 import json_bytes
+    assert json.dumps([b"Ue02", bytearray(b"ab")], default=json_bytes) == '["Ue02", "ab"]'
+    with pytest.raises(UnicodeDecodeError):  # Python 2's json refused it too
+        json.dumps(b"\xff", default=json_bytes)
+    with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
+        json.dumps({1}, default=json_bytes)
