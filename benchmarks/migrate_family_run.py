@@ -132,6 +132,10 @@ FORK_EDITS = [
      "self._exec_group.param_names)",
      "FCIS's copy calls mxnet.model._update_params_on_kvstore without param_names, which "
      "MXNet 1.9.1 requires: TypeError at the first update"),
+    ('FCIS', 'fcis/core/module.py', "allow_missing=False, force_init=False):",
+     "allow_missing=False, force_init=False, allow_extra=False):",
+     "FCIS's copy's init_params (Module's and MutableModule's) take no allow_extra, which "
+     "MXNet 1.9.1's BaseModule.set_params passes: TypeError at the first epoch's end"),
 ]
 
 SHIM = r'''
