@@ -370,7 +370,7 @@ def _call_edits(text, offsets, node, at, operator, replacement, opening):
     before = len(text[:at]) - len(text[:at].rstrip(" \t"))
     rest = text[at + len(operator):]
     after = len(rest) - len(rest.lstrip(" \t"))
-    line_goes_on = rest[after:after + 1] not in ("\n", "\r", "\\", "#", "")
+    line_goes_on = rest[after:after + 1] not in ("\n", "\r", "\\", "")
     old = text[at - before:at + len(operator) + after]
     line = text.count("\n", 0, at) + 1
     end = _absolute(offsets, node.end_lineno, node.end_col_offset, text)

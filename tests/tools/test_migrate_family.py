@@ -163,6 +163,14 @@ FIT_FIRST = """\
 """
 
 
+def test_an_epoch_end_call_before_training_is_recognised_by_its_minus_one_only():
+    # a copy calling its callbacks with 0 before the loop is not Relation Networks' copy
+    module = copy_source(fit=FIT_STOCK).replace(
+        "    def fit(" + FIT_STOCK + "):\n        pass\n",
+        "    def fit(" + FIT_STOCK + "):\n" + FIT_FIRST.replace("callback(-1,", "callback(0,"))
+    assert _migrate_fork.epoch_end_first(ast.parse(module)) == 0
+
+
 @pytest.mark.parametrize("first", [True, False])
 def test_a_copy_whose_fit_calls_epoch_end_first_gets_the_keyword_that_keeps_it(tmp_path, capsys,
                                                                                first):

@@ -46,6 +46,7 @@ def fixed(source, python2=True):
     ("w = f'{a / b}'\n", f"{OLD_DIV}w = f'{{old_div(a, b)}}'\n"),
     ("x = a /\\\n    b\n", f"{OLD_DIV}x = old_div(a,\\\n    b)\n"),
     ("x = (a\n     / b)\n", f"{OLD_DIV}x = (old_div(a\n, b))\n"),
+    ("x = (a /  # half\n     b)\n", f"{OLD_DIV}x = (old_div(a, # half\n     b))\n"),
     ("x /= 2\n", f"{OLD_IDIV}x = old_idiv(x, 2)\n"),
     ("self.s[i, 1:] /= k\n", f"{OLD_IDIV}self.s[i, 1:] = old_idiv(self.s[i, 1:], k)\n"),
     ("x /= 2.0\n", "x /= 2.0\n"),

@@ -41,6 +41,11 @@ def test_an_integer_array_divides_to_the_floor_elementwise(values, divisor, dtyp
     assert got.tolist() == [math.floor(Fraction(int(v), divisor)) for v in array]
 
 
+def test_a_bool_array_counts_as_integers_as_numpy_did_on_python_2():
+    got = old_div(np.array([True, False]), 2)
+    assert got.dtype.kind in "iu" and got.tolist() == [0, 0]
+
+
 def test_a_float_array_or_scalar_divides_truly():
     assert old_div(np.array([7, -7]), 2.0).tolist() == [3.5, -3.5]
     assert old_div(np.float32(7), 2) == np.float32(3.5)
