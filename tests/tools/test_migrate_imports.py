@@ -239,6 +239,25 @@ def test_a_virtual_environment_inside_the_tree_is_skipped(tmp_path, capsys):
     assert snapshot(root) == before
 
 
+def test_the_files_right_inside_a_virtual_environment_are_skipped_too(tmp_path, capsys):
+    # the folder holding pyvenv.cfg is left out, not only what is below it
+    root = write_tree(tmp_path, {"train.py": "import os\n",
+                                 "py2env/pyvenv.cfg": "home = /usr/bin\n",
+                                 "py2env/activate_this.py": "print 'python 2'\n"})
+    assert run_migrate(capsys, root, "--to-python3") == (0, [
+        "migrate: 0 findings in 0 files: nothing to migrate"])
+
+
+def test_a_package_wins_over_a_module_of_its_name_as_python_imports_it(tmp_path, capsys):
+    root = write_tree(tmp_path, {"lib/helpers/__init__.py": "",
+                                 "lib/helpers/boxes.py": "AREA = 1\n",
+                                 "lib/helpers.py": "OTHER = 2\n",
+                                 "lib/train.py": "from helpers.boxes import AREA\n\n"
+                                                 "if __name__ == '__main__':\n    print(AREA)\n"})
+    assert migrate.check_imports(root) == []
+    assert run_python(root / "lib", "train.py").stdout == "1\n"
+
+
 def test_check_imports_is_public_and_reads_nothing_it_is_not_given(family):
     found = migrate.check_imports(family / "proj/config")
     assert found == []

@@ -236,6 +236,15 @@ def test_multiprocessing_dummys_cpu_count_comes_from_multiprocessing_after_the_p
     assert (ran.returncode, ran.stdout) == (0, "[6, 4]\n"), ran.stderr
 
 
+@pytest.mark.parametrize("source, changed", [
+    ("import numpy as np\nt = np.linspace(.5, .95, np.round((.95 - .5) / .05) + 1)\n", True),
+    ("import numpy as np\nt = np.linspace(0, 1, n)\n", False),  # a name: left as written
+    ("import numpy as np\nt = np.linspace(0, 1, len(x) + 1)\n", False),
+])
+def test_np_linspace_gets_int_only_around_a_count_that_is_no_name_or_integer(source, changed):
+    assert (fixed(source, python2=False)[0] != source) == changed
+
+
 # FCIS's coco.py writes pycocotools' RLE masks (counts: bytes on Python 3) with json.dump.
 JSON_BYTES = {
     "results.py": """\
