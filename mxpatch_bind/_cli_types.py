@@ -149,7 +149,7 @@ def report_error(prog: str, message: str) -> None:
 
 # reStructuredText a docstring uses and a terminal should not show: ``literal``,
 # :role:`~dotted.name` or :role:`text <target>`, *emphasis*, a literal block's "::".
-_ROLE = re.compile(r":[a-z]+:`~?(?:([^`<]*?)\s*<[^`>]*>|([^`]*))`")
+_ROLE = re.compile(r":[a-z]+:`(?:~?([^`<]*?)\s*<[^`>]*>|(~?[^`]*))`")  # "~" kept: _short_name
 _LITERAL = re.compile(r"``(.*?)``")
 _EMPHASIS = re.compile(r"(?<![\w*])\*{1,2}([^*\s][^*]*?)\*{1,2}(?![\w*])")
 

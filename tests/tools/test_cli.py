@@ -244,3 +244,10 @@ def test_the_demo_writes_no_bar_control_characters_to_a_file(tmp_path):
     assert completed.returncode == 0, text
     assert "\r" not in text and "\x1b" not in text
     assert "speed-up of per-device over stock" in text
+
+
+def test_help_text_shows_a_tilde_reference_by_its_last_name_as_sphinx_does():
+    from mxpatch_bind._cli_types import plain
+    assert plain("see :func:`~a.b.run` and :mod:`mxpatch_bind.compat`::") == (
+        "see run and mxpatch_bind.compat:")
+    assert plain(":class:`the error <mxpatch_bind.DataLoadError>`") == "the error"
