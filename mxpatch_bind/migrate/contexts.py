@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import ast
 
+from .traps import _absolute, _offsets
+
 GPU, CPU = "gpu_", "cpu_"
 
 
@@ -50,13 +52,10 @@ def choose_by_context(text: str, names: dict[str, str]) -> str:
     beside the gpu ones. ``names``: ``{gpu name as imported: cpu name}``."""
     tree = ast.parse(text)
     edits = []  # (start offset, end offset, new text)
-    lines = text.splitlines(True)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
+    starts = _offsets(text.splitlines(True))
 
     def offset(line, column):  # ast columns count UTF-8 bytes
-        return starts[line - 1] + len(lines[line - 1].encode()[:column].decode(errors="replace"))
+        return _absolute(starts, line, column, text)
 
     calls = context_calls(tree, names)
     for call in calls:
