@@ -16,8 +16,17 @@ from .files import FileProblem, read
 
 
 def extension_findings(scan):
-    """The ``.pyx`` files Cython 3 or Python 3 refuses, and the module-level imports of
-    CUDA-only extensions that a CPU build cannot satisfy: --to-python3 fixes both."""
+    """The ``.pyx`` files Cython 3 or Python 3 refuses, the module-level imports of CUDA-only
+    extensions that a CPU build cannot satisfy, and the calls that hand a CUDA-only function a
+    context's device id: --to-python3 fixes all three."""
+    _pyx_findings(scan)
+    cuda = {name for _, name in extensions.cuda_only(scan.root)}  # one walk for both below
+    if cuda:
+        _guard_findings(scan, cuda)
+        _context_findings(scan, cuda)
+
+
+def _pyx_findings(scan):
     for entry in files.walk(scan.root, (".pyx",))[1]:
         if entry.problem or entry.read_only:
             continue
@@ -32,9 +41,9 @@ def extension_findings(scan):
             scan.add(entry.rel, lines[0], PORT, f"Cython source written for Python 2 "
                                                 f"({whats}): --to-python3 ports it",
                      edit=("pyx",))
-    cuda = {name for folder, name in extensions.cuda_only(scan.root)}
-    if not cuda:
-        return
+
+
+def _guard_findings(scan, cuda):
     for rel, parsed in sorted(scan.files.items()):
         names = sorted({node.module.split(".")[-1] for node in parsed.tree.body
                         if isinstance(node, ast.ImportFrom) and node.module
@@ -50,12 +59,9 @@ def extension_findings(scan):
                                       "then names CUDA)", edit=("guard", tuple(names)))
 
 
-def context_findings(scan):
+def _context_findings(scan, cuda):
     """Calls that hand a CUDA-only function a context's device id, where the module
     defines a CPU twin (contexts.py): --to-python3 makes them choose by the context."""
-    cuda = {name for _, name in extensions.cuda_only(scan.root)}
-    if not cuda:
-        return
     for rel, parsed in sorted(scan.files.items()):
         if rel in scan.copies:
             continue

@@ -177,7 +177,6 @@ class Scan:
         self._plan_deletions()
         native_findings.operator_findings(self)
         native_findings.extension_findings(self)
-        native_findings.context_findings(self)
         self.import_findings()
         return sorted(self.out, key=lambda f: (f.path, f.line, f.action, f.message))
 
