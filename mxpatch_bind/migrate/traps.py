@@ -310,11 +310,12 @@ def fix(text: str, python2: bool) -> tuple[str, list[int]]:
         edits += _wrap(call, text, offsets)
         if "base64" not in _module_names(tree, "base64"):
             imports = ["import base64"]
-    for attribute in dummy_reexports(tree):  # mp.cpu_count -> multiprocessing.cpu_count
+    reexports = dummy_reexports(tree)
+    for attribute in reexports:  # mp.cpu_count -> multiprocessing.cpu_count
         start = _absolute(offsets, attribute.lineno, attribute.col_offset, text)
         edits.append(((attribute.lineno, start), _base_name(attribute.value), "multiprocessing"))
     new = _replace(text, offsets, edits)
-    if dummy_reexports(tree) and not _binds_multiprocessing(tree):
+    if reexports and not _binds_multiprocessing(tree):
         imports.append("import multiprocessing")
     helpers -= _names_from(tree, HELPERS_MODULE)
     if helpers:
@@ -332,10 +333,9 @@ def _division_edits(tree, text, offsets):
     edits, helpers, unproven = [], set(), set()
     marked = set(marked_lines(text))  # left for the person the marker asks
     for node in ast.walk(tree):
-        if node_lines(node) & marked:
+        if not isinstance(getattr(node, "op", None), ast.Div) or _node_lines(node) & marked:
             continue
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) \
-                and not (_is_float(node.left) or _is_float(node.right)):
+        if isinstance(node, ast.BinOp) and not (_is_float(node.left) or _is_float(node.right)):
             position = _operator(text, offsets, node.left, node.right)
             if position is None:
                 unproven.add(node.lineno)
@@ -344,8 +344,7 @@ def _division_edits(tree, text, offsets):
             else:
                 edits += _call_edits(text, offsets, node, position[1], "/", ",", "old_div(")
                 helpers.add("old_div")
-        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Div) \
-                and not _is_float(node.value):
+        elif isinstance(node, ast.AugAssign) and not _is_float(node.value):
             position = _operator(text, offsets, node.target, node.value)
             if position is None or not _reads_twice_safely(node.target):
                 unproven.add(node.lineno)
@@ -357,8 +356,8 @@ def _division_edits(tree, text, offsets):
     return edits, helpers, unproven
 
 
-def node_lines(node) -> set[int]:
-    return set(range(getattr(node, "lineno", 0), getattr(node, "end_lineno", -1) + 1))
+def _node_lines(node) -> set[int]:
+    return set(range(node.lineno, node.end_lineno + 1))
 
 
 def _call_edits(text, offsets, node, at, operator, replacement, opening):
