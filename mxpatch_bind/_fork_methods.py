@@ -16,6 +16,8 @@ from .horovod import is_horovod
 from .module.distributed import is_sync_dist
 
 mx = import_mxnet()
+from mxnet.base import _as_list  # noqa: E402  (MXNet is imported, or named broken, above)
+
 _UNIFORM = mx.init.Uniform(0.01)  # the fork's default initializer, one object as the fork's
 
 
@@ -102,8 +104,7 @@ def _epoch_end_first(module, epoch_end_callback, arg_params, aux_params):
     """Within ``fit``: with ``epoch_end_callback_first``, the callbacks' epoch -1 call, run
     by ``fork_init_optimizer`` once the optimizer is set (where the copy made it)."""
     if getattr(module, "_epoch_end_callback_first", False) and epoch_end_callback is not None:
-        callbacks = (list(epoch_end_callback) if isinstance(epoch_end_callback, (list, tuple))
-                     else [epoch_end_callback])
+        callbacks = _as_list(epoch_end_callback)  # as stock fit and the copy read it
 
         def call_epoch_end_first():
             for callback in callbacks:
