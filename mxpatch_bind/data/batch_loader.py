@@ -5,7 +5,9 @@ so the next call is a ``StopIteration``), terminates its worker pool when a batc
 loader is useless after that), waits up to two minutes for a batch whose worker died, and
 reports a worker that died after sending a batch as the socket error of fetching that batch's
 shared memory. :class:`BatchLoader` waits for each batch itself, watching the worker
-processes, names what went wrong, and builds a new DataLoader for the next epoch.
+processes, names what went wrong, ends the pool (``_pool_shutdown``: closed where its workers
+sent the failure and live, terminated where one died or is stuck) and builds a new DataLoader
+for the next epoch.
 
 It reads names gluon and multiprocessing keep private, here only: ``DataLoader._prefetch_iter``
 (the epoch's iterator without the generator around it; MXNet 1.6 to 1.8 have none and return that
@@ -22,6 +24,7 @@ import time
 import numpy as np
 
 from ..errors import DataLoadError, DataSpecError, WorkerExitedError
+from . import _pool_shutdown
 from . import loading as _loading
 
 __all__ = ["BatchLoader"]
@@ -71,47 +74,57 @@ class BatchLoader:
 
     def load(self):
         """The next planned batch: per device, per declared input, an array."""
+        sent_failure = False  # the workers sent the batch's failure: they are fine
         try:
-            if self._batches is None:
-                self._batches = _epoch_iterator(self._loader)
-            if self._workers:
-                self._wait_for_next()
-            packed = next(self._batches)
-            if self._rewrap:
-                packed = [packed]
-        except WorkerExitedError:
-            self._abandon()
-            raise
-        except DataLoadError as error:
-            self._abandon()
-            raise _rechained(error) from error.__cause__
-        except DataSpecError:
-            self._abandon()
-            raise
-        except (OSError, EOFError) as error:
-            self._abandon()
-            raise self._lost_worker(error) from error
-        except StopIteration as error:
-            self._abandon()
-            raise DataLoadError(f"the DataLoader ended the epoch before batch {self._position} of "
-                                f"{len(self._sampler.plans)}", batch=self._position) from error
-        except Exception as error:
-            self._abandon()
-            raise DataLoadError(f"loading batch {self._position} (samples {self._samples()}) "
-                                f"failed: {type(error).__name__}: {error}",
-                batch=self._position) from error
-        except BaseException:  # KeyboardInterrupt: the workers may hold a half-sent batch
-            self._abandon()
-            raise
+            packed = self._next_packed()
+            if isinstance(packed, _loading.WorkerFailure):
+                sent_failure = True
+                raise packed.error
+        except BaseException as error:
+            # Workers that sent a failure may finish their batches and exit; a dead or stuck
+            # one cannot, and after an interrupt (KeyboardInterrupt) none should be waited for.
+            self._abandon(BATCH_TIMEOUT_S if sent_failure else 0)
+            named = self._named(error)
+            if named is error:
+                raise
+            raise named from error
         self._position += 1
         return packed
+
+    def _next_packed(self):
+        if self._batches is None:
+            self._batches = _epoch_iterator(self._loader)
+        if self._workers:
+            self._wait_for_next()
+        packed = next(self._batches)
+        if self._rewrap and not isinstance(packed, _loading.WorkerFailure):
+            packed = [packed]
+        return packed
+
+    def _named(self, error):
+        """What ``load`` raises for ``error`` (``error`` itself, or a DataLoadError raised from
+        it), after the DataLoader is dropped."""
+        if isinstance(error, WorkerExitedError) or not isinstance(error, Exception):
+            return error  # named already; or KeyboardInterrupt and the like, as they are
+        if isinstance(error, DataLoadError):
+            return _rechained(error)
+        if isinstance(error, DataSpecError):
+            return error
+        if isinstance(error, (OSError, EOFError)):
+            return self._lost_worker(error)
+        if isinstance(error, StopIteration):
+            return DataLoadError(f"the DataLoader ended the epoch before batch {self._position} "
+                                 f"of {len(self._sampler.plans)}", batch=self._position)
+        return DataLoadError(f"loading batch {self._position} (samples {self._samples()}) failed: "
+                             f"{type(error).__name__}: {error}", batch=self._position)
 
     def _open(self, num_batches):
         dataset, declared, reference_shapes, sizes, num_devices, num_workers = self._options
         # gluon sends `prefetch` batches in a loop: more than an epoch holds is no use.
         prefetch = None if self._prefetch is None else min(self._prefetch, max(1, num_batches))
         self._loader, self._sampler = _loading.make_loader(
-            dataset, declared, reference_shapes, sizes, num_devices, num_workers, prefetch)
+            dataset, declared, reference_shapes, sizes, num_devices, num_workers, prefetch,
+            grace_s=BATCH_TIMEOUT_S)
         pool = getattr(self._loader, "_worker_pool", None)
         # The processes the pool started with: it replaces a dead one, and forgets it.
         self._workers = tuple(pool._pool) if pool is not None else ()
@@ -121,11 +134,12 @@ class BatchLoader:
         self._rewrap = (bool(self._workers) and num_devices == 1
                         and mxnet.__version__.startswith("1.6."))
 
-    def _abandon(self):
-        """Drop the DataLoader after a failure; its pool is terminated (gluon may have already)."""
+    def _abandon(self, grace_s):
+        """Drop the DataLoader after a failure, its pool ended (gluon may have already)
+        within ``grace_s`` for the batches already sent."""
         pool = getattr(self._loader, "_worker_pool", None)
         if pool is not None:
-            pool.terminate()
+            _pool_shutdown.shut_down(pool, grace_s)
             self._loader = None
         self._batches = None
 

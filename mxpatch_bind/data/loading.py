@@ -2,20 +2,27 @@
 
 The planner decides every batch from sample sizes alone; this module has the DataLoader read,
 decode and pack those batches, in worker processes when ``num_workers > 0``: a batch sampler
-yields each batch's planned slots, a keyed dataset pairs each slot with its sample, and a
-batchify function packs them per device. The DataLoader returns batches in the sampler's
-order, so workers change nothing but the speed.
+yields each batch as one item (its planned slots), a keyed dataset reads that item's samples,
+and a batchify function packs them per device. The DataLoader returns batches in the
+sampler's order, so workers change nothing but the speed.
+
+In a worker, a batch that fails comes back as a :class:`WorkerFailure` value, not as an
+exception: gluon terminates its pool on an exception from a worker, and ``Pool.terminate``
+can hang (``_pool_shutdown``). One item per batch also stops a worker's reading at a batch's
+first failing sample, as a loop over the samples would.
 """
 
+import multiprocessing.pool
 import struct
+import traceback
 from typing import NamedTuple, Tuple
 
-from ..errors import DataLoadError
-from . import _worker_fork
+from ..errors import DataLoadError, _portable
+from . import _pool_shutdown, _worker_fork
 from . import inputs as _inputs
 
-__all__ = ["Slot", "PlannedSampler", "KeyedDataset", "PerDevicePacker", "make_loader",
-           "image_size"]
+__all__ = ["Slot", "PlannedSampler", "KeyedDataset", "PerDevicePacker", "WorkerFailure",
+           "make_loader", "image_size"]
 
 
 class Slot(NamedTuple):
@@ -30,7 +37,8 @@ class Slot(NamedTuple):
 
 
 class PlannedSampler:
-    """A gluon batch sampler over an epoch's plan from batch ``start``: per batch, its slots.
+    """A gluon batch sampler over an epoch's plan from batch ``start``: per batch, one item,
+    the tuple of its slots.
 
     ``sizes`` are the samples' declared sizes, which each slot carries so that the sample
     is checked against them where it is decoded.
@@ -44,35 +52,46 @@ class PlannedSampler:
     def __iter__(self):
         for batch in range(self.start, len(self.plans)):
             plan = self.plans[batch]
-            yield [Slot(device, int(index), tuple(size),
-                        tuple(int(extent) for extent in self.sizes[index]), batch)
-                   for device, (indices, size) in enumerate(zip(plan.device_indices,
-                                                                plan.device_sizes))
-                   for index in indices]
+            yield [tuple(Slot(device, int(index), tuple(size),
+                              tuple(int(extent) for extent in self.sizes[index]), batch)
+                         for device, (indices, size) in enumerate(zip(plan.device_indices,
+                                                                      plan.device_sizes))
+                         for index in indices)]
 
     def __len__(self):
         return len(self.plans) - self.start
 
 
 class KeyedDataset:
-    """The user's dataset read by slot: ``(slot, checked arrays of dataset[slot.sample])``.
+    """The user's dataset read by batch: per slot, ``(slot, checked arrays of
+    dataset[slot.sample])``.
 
     ``dataset[i]`` runs where the DataLoader calls it (a worker process when
     ``num_workers > 0``), so decoding and transforms run there too. What it raises comes
     back as a :class:`DataLoadError` naming the sample, the batch and the dataset; a sample
     whose size is not the one declared for it is a ``DataSpecError``, on every batch: a size
-    that says more than the sample holds would otherwise pad it silently.
+    that says more than the sample holds would otherwise pad it silently. In a worker
+    (``in_worker``) the error is returned as a :class:`WorkerFailure`.
     """
 
-    def __init__(self, dataset, declared, reference_shapes):
+    def __init__(self, dataset, declared, reference_shapes, in_worker=False):
         self._dataset = dataset
         self._declared = declared
         self._reference_shapes = reference_shapes
+        self._in_worker = in_worker
 
     def __len__(self):
         return len(self._dataset)
 
-    def __getitem__(self, slot):
+    def __getitem__(self, slots):
+        try:
+            return [self._keyed(slot) for slot in slots]
+        except Exception as error:
+            if not self._in_worker:
+                raise
+            return WorkerFailure.of(error)
+
+    def _keyed(self, slot):
         sample = self._read(slot)
         fields = _inputs.as_fields(sample, self._declared, slot.sample)
         _inputs.check_fields(fields, self._declared, slot.sample, self._reference_shapes)
@@ -109,7 +128,18 @@ class PerDevicePacker:
         self._num_devices = num_devices
         self._in_shared_memory = in_shared_memory
 
-    def __call__(self, keyed_samples):
+    def __call__(self, batches):
+        (keyed_samples,) = batches  # the sampler's one item per batch
+        if isinstance(keyed_samples, WorkerFailure):
+            return keyed_samples
+        try:
+            return self._pack(keyed_samples)
+        except Exception as error:
+            if not self._in_shared_memory:
+                raise
+            return WorkerFailure.of(error)
+
+    def _pack(self, keyed_samples):
         per_device = [[] for _ in range(self._num_devices)]
         for slot, fields in keyed_samples:
             per_device[slot.device].append((slot, fields))
@@ -129,18 +159,54 @@ class PerDevicePacker:
         return packed
 
 
-def make_loader(dataset, declared, reference_shapes, sizes, num_devices, num_workers, prefetch):
-    """A DataLoader yielding, per planned batch, per device, the packed arrays; its sampler."""
+class WorkerFailure:
+    """What a worker sends for a batch that failed: the exception it raised, which arrives
+    with the worker's traceback as its ``__cause__``, as a pool brings a task's exception.
+
+    The exception is sent as it pickles, or as a ``RuntimeError`` naming its type and message
+    where it would not survive the crossing.
+    """
+
+    def __init__(self, error, traceback_text):
+        self.error = error
+        self.traceback_text = traceback_text
+
+    @classmethod
+    def of(cls, error):
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        return cls(_portable(error), text)
+
+    def __reduce__(self):
+        return (_rebuild_failure, (self.error, self.traceback_text))
+
+
+def _rebuild_failure(error, traceback_text):
+    # multiprocessing's own form of a worker's traceback (what Pool gives a task's exception).
+    error.__cause__ = multiprocessing.pool.RemoteTraceback(f'\n"""\n{traceback_text}"""')
+    return WorkerFailure(error, traceback_text)
+
+
+def make_loader(dataset, declared, reference_shapes, sizes, num_devices, num_workers, prefetch,
+                grace_s):
+    """A DataLoader yielding, per planned batch, per device, the packed arrays; its sampler.
+
+    Its worker pool, if any, ends as ``_pool_shutdown`` ends one, with ``grace_s`` for the
+    batches already sent."""
     import mxnet as mx
 
     sampler = PlannedSampler(sizes)
+    in_worker = num_workers > 0
     with _worker_fork.forking():  # the workers must not free this process's arrays
         loader = mx.gluon.data.DataLoader(
-            KeyedDataset(dataset, declared, reference_shapes), batch_sampler=sampler,
-            batchify_fn=PerDevicePacker(declared, num_devices, in_shared_memory=num_workers > 0),
+            KeyedDataset(dataset, declared, reference_shapes, in_worker=in_worker),
+            batch_sampler=sampler,
+            batchify_fn=PerDevicePacker(declared, num_devices, in_shared_memory=in_worker),
             num_workers=num_workers,
             prefetch=prefetch)
     _worker_fork.watch(loader)
+    pool = getattr(loader, "_worker_pool", None)
+    if pool is not None:
+        _pool_shutdown.guard(pool, grace_s)
     return loader, sampler
 
 

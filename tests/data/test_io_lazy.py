@@ -256,7 +256,7 @@ def test_the_worker_packer_narrows_only_where_the_conversion_is_exact():
                 Input("gt_boxes", variable_axes=(0,), pad_value=-1)]
     sample = DecodingBytes([(5, 6)] * 2)[1]  # sample 1 has a box
     packer = PerDevicePacker(declared, num_devices=1, in_shared_memory=True)
-    packed = packer([(Slot(0, 1, (5, 6), (5, 6), 0), sample)])
+    packed = packer([[(Slot(0, 1, (5, 6), (5, 6), 0), sample)]])  # the batch: one item
     # uint8 image: narrow; uint8 map padded 255: narrow; int64 boxes: wider than float32, and
     # int64 -> float32 is not exact either.
     assert [array.dtype for array in packed[0]] == [np.uint8, np.uint8, np.float32]
@@ -330,4 +330,5 @@ def test_the_planned_sampler_counts_the_batches_it_yields_from_its_start(start):
     batches = list(sampler)
 
     assert len(sampler) == len(batches) == 5 - start
-    assert [slots[0].batch for slots in batches] == list(range(start, 5))
+    assert all(len(batch) == 1 for batch in batches)  # one item per batch: its slots
+    assert [batch[0][0].batch for batch in batches] == list(range(start, 5))
