@@ -179,6 +179,11 @@ class WorkerFailure:
     def __reduce__(self):
         return (_rebuild_failure, (self.error, self.traceback_text))
 
+    def __len__(self):
+        # MXNet 1.6's worker iterator asks every batch's length, to unwrap a batch of one
+        # (``batch[0] if len(batch) == 1``): a failure holds no batch, and stays as it is.
+        return 0
+
 
 def _rebuild_failure(error, traceback_text):
     # multiprocessing's own form of a worker's traceback (what Pool gives a task's exception).

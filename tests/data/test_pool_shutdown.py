@@ -10,18 +10,23 @@ import logging
 import multiprocessing
 import multiprocessing.pool
 import os
+import pickle
 import signal
 import subprocess
 import sys
 import threading
 import time
 
+import mxnet as mx
 import numpy as np
 import pytest
 
 from mxpatch_bind import DataLoadError, Input, PerDeviceIter
 from mxpatch_bind.data import _pool_shutdown
+from mxpatch_bind.data.loading import WorkerFailure
 
+# As tests/data/test_io_faults.py: the worker paths of PerDeviceIter run on MXNet 1.9.1 only.
+WORKERS_UNRELIABLE = mx.__version__.startswith("1.6.")
 HANG_LIMIT_S = 120  # far above what any of these takes, far below a grace never given up
 
 
@@ -191,8 +196,18 @@ IMAGE = Input("data", size_axes=(1, 2))
 
 
 def lazy_iter(dataset):
+    if WORKERS_UNRELIABLE:
+        pytest.skip("MXNet 1.6's DataLoader pools can abort when remade in a long process")
     return PerDeviceIter(dataset, num_devices=2, batch_per_device=2, inputs=[IMAGE],
                          sizes=SIZES, num_workers=2)
+
+
+def test_mxnet_1_6_s_unwrapping_of_a_batch_of_one_leaves_a_failure_as_it_is():
+    failure = WorkerFailure.of(OSError(5, "disk read failed"))
+    batch = pickle.loads(pickle.dumps(failure))
+    unwrapped = batch[0] if len(batch) == 1 else batch  # dataloader.py, MXNet 1.6.0
+    assert unwrapped is batch
+    assert isinstance(batch.error, OSError) and "OSError" in str(batch.error.__cause__)
 
 
 def started_workers(it):
@@ -234,6 +249,8 @@ print("exiting", flush=True)
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(WORKERS_UNRELIABLE, reason="MXNet 1.6's DataLoader pools can abort when "
+                                               "remade in a long process")
 def test_a_script_that_exits_mid_epoch_exits():
     here = os.path.dirname(os.path.abspath(__file__))
     script = EXIT_MID_EPOCH.format(path=[here, os.path.dirname(here)])
@@ -261,6 +278,8 @@ def test_a_pool_whose_idle_worker_was_killed_from_outside_is_still_ended(fork_co
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(WORKERS_UNRELIABLE, reason="MXNet 1.6's DataLoader pools can abort when "
+                                               "remade in a long process")
 def test_the_soak_benchmark_runs_each_kind_and_reports_no_hang():
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), "benchmarks", "pool_soak.py")
