@@ -1,5 +1,10 @@
-"""Python 2's ``/`` (and its bytes in ``json``) on Python 3, for the code ``migrate
---to-python3`` ported.
+"""Python 2's numbers and calls on Python 3, for the code ``migrate --to-python3`` ported.
+
+Each function computes exactly what the Python 2 call it replaces computed: ``/``
+(:func:`old_div`, :func:`old_idiv`), ``round`` / ``math.floor`` / ``math.ceil``, which
+returned floats (:func:`old_round`, :func:`old_floor`, :func:`old_ceil`), ``map`` over several
+sequences (:func:`old_map`), ``inspect.getargspec`` (:func:`getargspec`), and bytes in
+``json`` (:func:`json_bytes`).
 
 Python 2 divided two integers to an integer (rounding down) and divided anything else truly.
 Where ``migrate`` cannot tell from a ``/``'s operands which of the two a line meant, it
@@ -13,12 +18,18 @@ bool scalars, and NumPy arrays of those dtypes (NumPy divided them rounding down
 Importing this module does not import MXNet.
 """
 
+import inspect
+import itertools
+import math
 import numbers
-from typing import Any
+from collections import namedtuple
+from fractions import Fraction
+from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["old_div", "old_idiv", "json_bytes"]
+__all__ = ["old_div", "old_idiv", "old_round", "old_floor", "old_ceil", "old_map",
+           "getargspec", "ArgSpec", "json_bytes"]
 
 
 def old_div(dividend: Any, divisor: Any) -> Any:
@@ -81,9 +92,123 @@ def old_idiv(target: Any, divisor: Any) -> Any:
     """
     if _integral(target) and _integral(divisor):
         target //= divisor
+    elif type(target).__module__.startswith("mxnet.symbol"):
+        # a Symbol had no in-place '/' (MXNet 1.9.1's raises): Python fell back to '/'
+        target = target / divisor
     else:
         target /= divisor
     return target
+
+
+def old_round(number: Any, ndigits: int = 0) -> float:
+    """``round(number, ndigits)`` as Python 2 computed it: a float, with halves rounded away
+    from zero (Python 3's ``round`` returns an int without ``ndigits`` and rounds halves to
+    even).
+
+    Python 2 turned the argument into a float first, then rounded its exact binary value:
+    ``round(2.675, 2)`` is 2.67 on both Pythons (2.675 is stored as 2.67499...), while
+    ``round(0.125, 2)`` (stored exactly) is 0.13 on Python 2 and 0.12 on Python 3.
+
+    Parameters
+    ----------
+    number : object
+        Anything ``float()`` takes.
+    ndigits : int, optional
+        Decimal digits to keep (negative: tens, hundreds, ...).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from mxpatch_bind.py2 import old_round
+    >>> old_round(2.5), old_round(-2.5), old_round(3), old_round(0.125, 2), old_round(15, -1)
+    (3.0, -3.0, 3.0, 0.13, 20.0)
+    """
+    value = float(number)
+    if not math.isfinite(value):
+        return value
+    digits = max(-400, min(400, int(ndigits)))  # beyond these a double is exact or 0
+    scale = Fraction(10) ** digits
+    scaled = abs(Fraction(value)) * scale
+    rounded = math.floor(scaled + Fraction(1, 2))  # half away from zero, on the exact value
+    return math.copysign(float(Fraction(rounded) / scale), value)
+
+
+def old_floor(number: Any) -> float:
+    """``math.floor(number)`` as Python 2 computed it: a float (Python 3's is an int, and
+    raises for infinities and NaN, which Python 2 returned as they were).
+
+    Examples
+    --------
+    >>> from mxpatch_bind.py2 import old_floor
+    >>> old_floor(2.7), old_floor(-2.5), old_floor(float('inf'))
+    (2.0, -3.0, inf)
+    """
+    value = float(number)
+    return float(math.floor(value)) if math.isfinite(value) else value
+
+
+def old_ceil(number: Any) -> float:
+    """``math.ceil(number)`` as Python 2 computed it: a float (see :func:`old_floor`).
+
+    Examples
+    --------
+    >>> from mxpatch_bind.py2 import old_ceil
+    >>> old_ceil(2.1), old_ceil(-2.5), old_ceil(7)
+    (3.0, -2.0, 7.0)
+    """
+    value = float(number)
+    return float(math.ceil(value)) if math.isfinite(value) else value
+
+
+def old_map(function: Callable | None, *sequences: Any) -> list:
+    """``map(function, *sequences)`` as Python 2 computed it: a list, as long as the longest
+    sequence (the shorter ones padded with None; Python 3's ``map`` stops at the shortest),
+    and with ``function`` None the tuples themselves (Python 3 raises).
+
+    Examples
+    --------
+    >>> from mxpatch_bind.py2 import old_map
+    >>> old_map(lambda a, b: (a, b), [1, 2, 3], 'xy')
+    [(1, 'x'), (2, 'y'), (3, None)]
+    >>> old_map(None, [1, 2], [3])
+    [(1, 3), (2, None)]
+    >>> old_map(None, [1, 2])
+    [1, 2]
+    """
+    if len(sequences) == 1:
+        return list(sequences[0]) if function is None else list(map(function, sequences[0]))
+    rows = itertools.zip_longest(*sequences)
+    return list(rows) if function is None else [function(*row) for row in rows]
+
+
+ArgSpec = namedtuple("ArgSpec", ["args", "varargs", "keywords", "defaults"])
+ArgSpec.__doc__ = "What Python 2's ``inspect.getargspec`` returned (:func:`getargspec`)."
+
+
+def getargspec(function: Callable) -> ArgSpec:
+    """``inspect.getargspec(function)`` as Python 2 computed it (Python 3.11 removed it):
+    ``ArgSpec(args, varargs, keywords, defaults)``, from :func:`inspect.getfullargspec`.
+
+    Raises
+    ------
+    ValueError
+        For a function with keyword-only parameters or annotations, as Python 3's
+        ``getargspec`` did (Python 2 had neither).
+
+    Examples
+    --------
+    >>> from mxpatch_bind.py2 import getargspec
+    >>> getargspec(lambda a, b=1, *c, **d: None)
+    ArgSpec(args=['a', 'b'], varargs='c', keywords='d', defaults=(1,))
+    """
+    spec = inspect.getfullargspec(function)
+    if spec.kwonlyargs or spec.annotations:
+        raise ValueError("Function has keyword-only parameters or annotations, use "
+                         "inspect.signature() API which can support them")
+    return ArgSpec(spec.args, spec.varargs, spec.varkw, spec.defaults)
 
 
 def json_bytes(value: Any) -> str:

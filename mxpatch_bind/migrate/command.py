@@ -15,11 +15,11 @@ from typing import Callable
 from .._cli_types import Parser, UsageError, run_parsed
 from . import contexts, edits, extensions, files, operators, traps
 from . import port as py2
-from .checks import CHECK, COMPAT_MODULE, INSTALL_EXTRA, OK, REWRITE
+from .checks import CHECK, COMPAT_MODULE, INSTALL_EXTRA, OK, PORT, REWRITE
 from .edits import parses_as_python3
 from .fork import VENDORED_GROUP, VENDORED_MODULE
 from .fork import vendored_kind as _vendored_kind
-from .scanner import DELETE, IMPORTS, IO_ERROR, PORT, Scan
+from .scanner import DELETE, IMPORTS, IO_ERROR, Scan
 
 __all__ = ["Finding", "scan", "apply", "check_imports", "build_extensions", "summary",
            "vendored_kind", "add_arguments", "run", "main"]
@@ -261,11 +261,12 @@ def _edited(text, chosen, filename):
     ports = [f.edit for f in chosen if f.edit[0] == "port"]
     if ports:
         local = ports[0][2] if len(ports[0]) > 2 else ()
+        meaning = ports[0][3] if len(ports[0]) > 3 else traps.Meaning(python2=True)
         new, warnings = edits.port(new, filename, frozenset(local))
-        new = traps.fix(new, python2=True)[0]
+        new = traps.fix(new, meaning)[0]
         made.add(("port",))
     for edit in {f.edit for f in chosen if f.edit[0] == "traps"}:
-        new = traps.fix(new, python2=edit[1])[0]
+        new = traps.fix(new, edit[1])[0]
         made.add(edit)
     for edit in {f.edit for f in chosen if f.edit[0] == "guard"}:
         new = extensions.guard_import(new, set(edit[1]))[0]

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import ast
 
-from .traps import _absolute, _offsets
+from .textedit import absolute as _absolute
+from .textedit import offsets as _offsets
 
 GPU, CPU = "gpu_", "cpu_"
 
@@ -52,7 +53,7 @@ def choose_by_context(text: str, names: dict[str, str]) -> str:
     beside the gpu ones. ``names``: ``{gpu name as imported: cpu name}``."""
     tree = ast.parse(text)
     edits = []  # (start offset, end offset, new text)
-    starts = _offsets(text.splitlines(True))
+    starts = _offsets(text)
 
     def offset(line, column):  # ast columns count UTF-8 bytes
         return _absolute(starts, line, column, text)

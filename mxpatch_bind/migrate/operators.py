@@ -140,7 +140,7 @@ def missing_message(spelled: str, name: str, version: str, sources: list[str],
 def use_compat(text: str) -> str:
     """``text`` (Python 3) with each call of an operator :data:`COMPAT_OPERATORS` names,
     through any namespace, pointed at ``mxpatch_bind.compat`` (and that module imported)."""
-    from .traps import _add_import, _module_names
+    from .textedit import add_import
 
     tree = ast.parse(text)
     lines = text.splitlines(True)
@@ -157,6 +157,7 @@ def use_compat(text: str) -> str:
         lines[line - 1] = (raw[:start] + f"mxpatch_bind.compat.{name}".encode() + raw[end:]
                            ).decode("utf-8")
     new = "".join(lines)
-    if spans and "mxpatch_bind.compat" not in _module_names(tree, "mxpatch_bind.compat"):
-        new = _add_import(new, "import mxpatch_bind.compat")
+    if spans and not any(a.name == "mxpatch_bind.compat" and a.asname is None
+                         for n in tree.body if isinstance(n, ast.Import) for a in n.names):
+        new = add_import(new, "import mxpatch_bind.compat")
     return new

@@ -12,7 +12,7 @@ import ast
 import re
 from pathlib import PurePosixPath
 
-from . import fork, frozen, imports, native_findings, traps
+from . import fork, frozen, imports, native_findings, port_findings
 from . import port as py2
 from .checks import (
     CHECK,
@@ -20,11 +20,11 @@ from .checks import (
     FORK_LOADERS,
     INSTALL_EXTRA,
     OK,
-    PORT,
     FileChecks,
     is_per_device_loader,
 )
 from .files import FileProblem, lenient_text, read
+from .meanings import Meanings
 from .model import ImportModel
 
 DELETE = "delete"
@@ -66,6 +66,7 @@ class Parsed:
     def __init__(self, entry, source, tree, view_text, python2):
         self.entry, self.source, self.tree = entry, source, tree
         self.lines = split_lines(source.text)
+        self.view_text = view_text  # a Python 2 file's line-preserving view, else its text
         self.view_lines = split_lines(view_text) if python2 else self.lines
         self.python2 = python2  # None, or (reason, line) that makes it Python 2
 
@@ -160,37 +161,27 @@ class Scan:
         self.out.append(self.finding(str(rel), line, action, message, edit, needs))
 
     def findings(self):
+        self.meanings = Meanings(self.model, {rel: p for rel, p in self.files.items()
+                                              if rel not in self.copies})
         for rel, parsed in self.files.items():
             if rel in self.copies:
                 continue
             try:
                 FileChecks(self, rel, parsed.tree, parsed.lines, parsed.view_lines).run()
+                if parsed.python2 is not None:
+                    port_findings.python2_file(self, rel, parsed)
+                else:
+                    port_findings.python3_file(self, rel, parsed)
+                port_findings.decided_later(self, rel, parsed)
             except (RecursionError, MemoryError) as error:
                 self.add(rel, 1, CHECK, f"cannot analyse: {type(error).__name__}; look at it by "
                                         "hand")
-            if parsed.python2 is not None:
-                self._python2_findings(rel, parsed)
-            else:
-                self._trap_findings(rel, parsed)
-            self._division_findings(rel, parsed)
         self._frozen_findings()
         self._plan_deletions()
         native_findings.operator_findings(self)
         native_findings.extension_findings(self)
         self.import_findings()
         return sorted(self.out, key=lambda f: (f.path, f.line, f.action, f.message))
-
-    def _division_findings(self, rel, parsed):
-        """Every run, until a person decides each: the ``/`` the port could not prove."""
-        for line in traps.helper_calls(parsed.tree):
-            self.add(rel, line, CHECK, f"old_div/old_idiv ({traps.HELPERS_MODULE}): a '/' from "
-                                       "Python 2, run by Python 2's rule (an integer from two "
-                                       "integers); write '//' where an integer is meant, '/' "
-                                       "where a float is")
-        for line in traps.marked_lines(parsed.source.text):
-            self.add(rel, line, CHECK, "'/' from Python 2: an integer there, a float on "
-                                       "Python 3; write '//' where an integer was meant, "
-                                       f"then delete the marker {traps.MARKER!r}")
 
     def import_findings(self):
         """A ``[check]`` for each import that does not resolve as the repository runs (the
@@ -205,67 +196,6 @@ class Scan:
                 if (str(rel), line) not in rewritten:
                     self.add(rel, line, CHECK, message, edit=IMPORTS)
         return self.out[start:]
-
-    @property
-    def python2_code_base(self):
-        """Whether the tree is Python 2 code (then every file's ``/`` had Python 2's meaning,
-        also in files that parse as Python 3)."""
-        return any(p.python2 is not None for p in self.files.values())
-
-    def _trap_findings(self, rel, parsed):
-        """The Python 3 traps of a file that needs no port: --to-python3 fixes them."""
-        tree, found = parsed.tree, []
-        division = self.python2_code_base and not traps.has_future_division(tree)
-        if division:
-            lines = sorted(set(traps.divisions(tree)) | set(traps.int_divisions(tree)))
-            found += [f"'/' at line{'s' if len(lines) > 1 else ''} {_lines(lines)} (Python 2 "
-                      "divided integers to an integer)"] if lines else []
-        yaml_lines = traps.yaml_loads(tree)
-        found += [f"yaml.load without a Loader at line {_lines(yaml_lines)} (PyYAML 6 requires "
-                  "one)"] if yaml_lines else []
-        others = sorted({n.lineno for n in traps.linspace_counts(tree)}
-                        | {m.lineno for m, _ in traps.pickle_files(tree)}
-                        | {c.lineno for c in traps.pickle_loads_without_encoding(tree)}
-                        | {a.lineno for a in traps.dummy_reexports(tree)}
-                        | ({c.lineno for c in traps.json_dumps_without_default(tree)}
-                           if self.python2_code_base else set()))
-        found += [f"Python 2 library behaviour (np.linspace's float num, pickle's file modes "
-                  f"and encoding, multiprocessing.dummy's cpu_count, bytes in json) at line "
-                  f"{_lines(others)}"] if others else []
-        pickled = traps.pickled_op_arguments(tree)
-        found += [f"pickle through mx.sym.Custom's keywords at line {_lines(pickled)} (bytes "
-                  "reach the op as \"b'...'\")"] if pickled else []
-        if division:
-            self._unproven_divisions(rel, traps.divisions(tree))
-        if found:
-            first = min(traps.divisions(tree) + traps.int_divisions(tree) if division else [],
-                        default=None)
-            line = min(x for x in (first, *yaml_lines, *pickled, *others) if x is not None)
-            self.add(rel, line, PORT, f"Python 3 traps: {'; '.join(found)}: --to-python3 fixes "
-                                      "them", edit=("traps", self.python2_code_base))
-
-    def _unproven_divisions(self, rel, divisions):
-        if divisions:
-            self.add(rel, divisions[0], CHECK, f'\'/\' at line{"s" if len(divisions) > 1 else ""} '
-                                               f'{_lines(divisions)}: on Python 3 it divides '
-                                               'integers to a float; the port writes old_div / '
-                                               'old_idiv (Python 2\'s rule, at run time), listed '
-                                               'until a person writes \'//\' or \'/\'')
-
-    def _python2_findings(self, rel, parsed):
-        reason, line = parsed.python2
-        self.add(rel, line, PORT, f"Python 2 code ({reason}): --to-python3 ports it with the 2to3 "
-                                  "fixers", edit=("port", parsed.entry.path.name,
-                                                  tuple(sorted(self.model.local_names(rel)))))
-        self._unproven_divisions(rel, traps.divisions(parsed.tree))
-        nexts = sorted({n.lineno for n in ast.walk(parsed.tree) if isinstance(n, ast.Call)
-                        and isinstance(n.func, ast.Attribute) and n.func.attr == "next"
-                        and not n.args})
-        if nexts:
-            self.add(rel, nexts[0], CHECK, f'.next() at line{"s" if len(nexts) > 1 else ""} '
-                                           f'{_lines(nexts)}: kept as it is (an MXNet DataIter has '
-                                           'next() on Python 3 too); a generator or file needs '
-                                           'next(x)')
 
     # ----------------------------------------------------------------------- frozen sets
     def _frozen_findings(self):
@@ -390,11 +320,6 @@ def _revision_words(copy):
     if copy.revision.note:
         return f"; {copy.revision.note}"
     return ""
-
-
-def _lines(numbers):
-    shown = ", ".join(map(str, numbers[:8]))
-    return shown + (f" and {(len(numbers) - 8)} more" if len(numbers) > 8 else "")
 
 
 def _tree_imports(tree):

@@ -209,7 +209,7 @@ def test_a_slice_of_a_shape_is_no_integer_and_its_division_is_kept_not_floored(t
     from mxpatch_bind.migrate import traps
 
     text = "half = x.shape[1:] / 2\nrows = x.shape[0] / 2\n"
-    assert traps.fix(text, python2=True) == (
+    assert traps.fix(text, True) == (
         "from mxpatch_bind.py2 import old_div\n"
         "half = old_div(x.shape[1:], 2)\nrows = x.shape[0] // 2\n", [])
 
@@ -222,7 +222,7 @@ def test_a_marker_lands_on_its_division_when_the_fix_adds_imports_above_it():
     text = ("import mxnet as mx\nimport pickle\n"
             "sym = mx.sym.Custom(data=x, cfg=pickle.dumps(cfg), op_type='proposal')\n"
             "scale = a / b\nf()[0] /= b\n")
-    assert traps.fix(text, python2=True) == (
+    assert traps.fix(text, True) == (
         "import base64\nfrom mxpatch_bind.py2 import old_div\nimport mxnet as mx\n"
         "import pickle\n"
         "sym = mx.sym.Custom(data=x, cfg=base64.b64encode(pickle.dumps(cfg)).decode('ascii'), "
@@ -258,7 +258,7 @@ def test_a_division_already_marked_is_not_marked_twice():
     from mxpatch_bind.migrate import traps
 
     text = f"scale = a / b  {traps.MARKER}\n"
-    assert traps.fix(text, python2=True) == (text, [])
+    assert traps.fix(text, True) == (text, [])
 
 
 def test_an_operator_registered_in_a_cuda_source_is_found_there(tmp_path):

@@ -1,0 +1,111 @@
+"""Private to ``migrate``: Python 2 calls that Python 3 computes differently or refuses,
+ported to what Python 2 computed (a Python 2 file only; 2to3 leaves each of them).
+
+- ``round(x[, n])``, ``math.floor(x)``, ``math.ceil(x)`` in every import form returned floats
+  (and ``round`` rounded halves away from zero): they become :func:`mxpatch_bind.py2.old_round`
+  / ``old_floor`` / ``old_ceil``, which do that. ``int(math.floor(x))`` and ``int(math.ceil(
+  x))`` stay: there both Pythons compute the same integer.
+- ``sorted(x, cmp=f)``, ``sorted(x, f)`` and ``x.sort(cmp=f)``: Python 3 has no ``cmp``; they
+  get ``key=functools.cmp_to_key(f)``, which orders the same. With ``key`` as well (Python 2
+  compared the keys with ``f``), a person decides.
+- ``map(f, a, b)`` over several sequences ran to the longest, padding with None (Python 3's
+  stops at the shortest); ``map(None, a, b)`` zipped them: both become
+  :func:`mxpatch_bind.py2.old_map`.
+- ``file(...)`` was ``open(...)``; ``cmp`` and ``coerce`` are gone (a person decides).
+
+Where a call may be one of these but the name may also be something else (a star import, a
+rebinding), nothing is rewritten: a ``[check]``, marked in the port.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .found import Found, check
+from .names import BUILTINS, Names
+from .textedit import Text
+
+_OLD = {f"{BUILTINS}.round": "old_round", "math.floor": "old_floor", "math.ceil": "old_ceil"}
+_EXACT_INSIDE_INT = {"math.floor", "math.ceil"}
+_GONE = {f"{BUILTINS}.cmp": "cmp() is gone: write (a > b) - (a < b) for numbers",
+         f"{BUILTINS}.coerce": "coerce() is gone"}
+
+
+def found(names: Names, text: Text) -> list[Found]:
+    """Every such call of a Python 2 file."""
+    out = []
+    for node in names.nodes:
+        if isinstance(node, ast.Call):
+            out += _rounding(names, text, node) + _cmp(names, text, node) \
+                + _map(names, text, node) + _file(names, text, node)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            gone = _GONE.get(names.qualified(node) or "")
+            if gone:
+                out.append(check(node.lineno, node.id, f"{node.id}: {gone}", python2_only=True))
+    return out
+
+
+def _rounding(names, text, call):
+    meanings = names.meanings(call.func)
+    wanted = [m for m in meanings if m in _OLD]
+    if not wanted:
+        return []
+    dotted = names.qualified(call.func)
+    short = wanted[0].rsplit(".", 1)[1]
+    if dotted is None:
+        return [check(call.lineno, short, f"{short}(...) may be Python 2's {wanted[0]} (a float "
+                      f"there, an int on Python 3) or something else bound to the name: write "
+                      f"mxpatch_bind.py2.{_OLD[wanted[0]]} where it is", python2_only=True)]
+    if dotted in _EXACT_INSIDE_INT and _inside_int(names, call):
+        return []
+    return [Found(call.lineno, f"{short}() returns an int on Python 3",
+                  edits=text.swap(call.func, _OLD[dotted]), helpers=frozenset({_OLD[dotted]}))]
+
+
+def _inside_int(names, call):
+    owner = names.owner(call)
+    return owner is not None and isinstance(owner[0], ast.Call) and owner[1] == "args" \
+        and len(owner[0].args) == 1 and not owner[0].keywords \
+        and names.qualified(owner[0].func) == f"{BUILTINS}.int"
+
+
+def _cmp(names, text, call):
+    """``sorted(x, cmp=f)`` / ``sorted(x, f)`` / ``x.sort(cmp=f)``."""
+    is_sorted = names.qualified(call.func) == f"{BUILTINS}.sorted"
+    is_sort = isinstance(call.func, ast.Attribute) and call.func.attr == "sort"
+    if not (is_sorted or is_sort):
+        return []
+    given = next((k for k in call.keywords if k.arg == "cmp"), None)
+    positional = call.args[1] if is_sorted and len(call.args) > 1 else None
+    if given is None and positional is None:
+        return []
+    if any(k.arg == "key" for k in call.keywords) or (is_sorted and len(call.args) > 2):
+        return [check(call.lineno, "cmp", "a cmp and a key together (Python 2 compared the keys "
+                      "with cmp): write key=functools.cmp_to_key(...) over the key by hand",
+                      python2_only=True)]
+    function = given.value if given is not None else positional
+    reference = names.module_reference("functools")
+    if reference is None:
+        return [check(call.lineno, "cmp", "cmp= is gone: 'functools' is bound to something "
+                      "else here; write key=functools.cmp_to_key(...)", python2_only=True)]
+    new = f"key={reference}.cmp_to_key({text.source(function)})"
+    node = given if given is not None else positional
+    return [Found(call.lineno, "cmp= is gone", edits=text.swap(node, new),
+                  imports=("import functools",) if reference == "functools"
+                  and "functools" not in names.module.bindings else ())]
+
+
+def _map(names, text, call):
+    if names.qualified(call.func) != f"{BUILTINS}.map" or len(call.args) < 3 or call.keywords:
+        return []
+    return [Found(call.lineno, "map() over several sequences ran to the longest",
+                  edits=text.swap(call.func, "old_map"), helpers=frozenset({"old_map"}))]
+
+
+def _file(names, text, call):
+    if names.qualified(call.func) != f"{BUILTINS}.file":
+        return []
+    if not names.builtin_at(call, "open"):
+        return [check(call.lineno, "file", "file() was open(): 'open' is bound to something "
+                      "else here", python2_only=True)]
+    return [Found(call.lineno, "file() is open()", edits=text.swap(call.func, "open"))]
