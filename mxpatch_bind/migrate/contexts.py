@@ -13,14 +13,17 @@ A *twin*: a function ``cpu_<rest>`` beside ``gpu_<rest>`` in a module of the tre
 a CUDA-only extension, taking ``gpu_<rest>``'s parameters but its last, ``device_id``. Only
 calls whose last argument is ``<expr>.context.device_id`` are changed: elsewhere (``rfcn``'s
 demo passes ``0``) nothing says which device the data is on, and the guard's error stays.
+The call is found by what its name means (an import of the gpu twin, under any alias:
+``from nms.nms import gpu_nms_wrapper as nms_gpu``), and the cpu twin is imported beside it
+under its own name where the module has not imported it already.
 """
 
 from __future__ import annotations
 
 import ast
 
-from .textedit import absolute as _absolute
-from .textedit import offsets as _offsets
+from .names import Names
+from .textedit import Text, replace
 
 GPU, CPU = "gpu_", "cpu_"
 
@@ -39,56 +42,62 @@ def twins(tree: ast.Module) -> dict[str, str]:
 
 
 def context_calls(tree: ast.Module, names: dict[str, str]) -> list[ast.Call]:
-    """The calls of a gpu twin in ``names`` (by the name the file uses) whose last
-    argument is ``<expr>.context.device_id``."""
-    chosen = {id(n.body) for n in ast.walk(tree) if isinstance(n, ast.IfExp)
+    """The calls of a gpu twin in ``names`` (``{name the file binds it to: cpu name}``)
+    whose last argument is ``<expr>.context.device_id``."""
+    return _calls(Names(tree), names)
+
+
+def _calls(scope_names, names):
+    chosen = {id(n.body) for n in scope_names.nodes if isinstance(n, ast.IfExp)
               and _is_gpu_test(n.test)}  # ported already: the choice is there
-    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and id(n) not in chosen
-            and isinstance(n.func, ast.Name) and n.func.id in names and n.args
-            and not n.keywords and _device_id_of_context(n.args[-1]) is not None]
+    return [n for n in scope_names.calls if id(n) not in chosen
+            and isinstance(n.func, ast.Name) and n.func.id in names
+            and _is_imported(scope_names, n.func) and n.args and not n.keywords
+            and _device_id_of_context(n.args[-1]) is not None]
+
+
+def _is_imported(scope_names, name):
+    """Whether ``name`` reads the module's own import of it (not a local rebinding)."""
+    return scope_names.resolve(name) is scope_names.module and all(
+        isinstance(b, ast.ImportFrom) for b in scope_names.module.bindings[name.id])
 
 
 def choose_by_context(text: str, names: dict[str, str]) -> str:
     """``text`` with each such call choosing by its context, and the cpu twins imported
-    beside the gpu ones. ``names``: ``{gpu name as imported: cpu name}``."""
+    beside the gpu ones. ``names``: ``{name the gpu twin is bound to: cpu twin's name}``."""
     tree = ast.parse(text)
-    edits = []  # (start offset, end offset, new text)
-    starts = _offsets(text)
+    scope_names, source = Names(tree), Text(text)
+    calls = _calls(scope_names, names)
+    called = {call.func.id for call in calls}
+    cpu_names, edits = _cpu_imports(scope_names, source, {g: names[g] for g in called})
+    for call in (c for c in calls if c.func.id in cpu_names):
+        context = source.source(_device_id_of_context(call.args[-1]))
+        arguments = ", ".join(source.source(a) for a in call.args[:-1])
+        new = (f"({source.source(call)} if {context}.device_type == 'gpu' "
+               f"else {cpu_names[call.func.id]}({arguments}))")
+        edits += source.swap(call, new)
+    return replace(text, edits)
 
-    def offset(line, column):  # ast columns count UTF-8 bytes
-        return _absolute(starts, line, column, text)
 
-    calls = context_calls(tree, names)
-    for call in calls:
-        segment = _source(text, call)
-        context = _source(text, _device_id_of_context(call.args[-1]))
-        arguments = ", ".join(_source(text, a) for a in call.args[:-1])
-        new = (f"({segment} if {context}.device_type == 'gpu' "
-               f"else {names[_called(call)]}({arguments}))")
-        edits.append((offset(call.lineno, call.col_offset),
-                      offset(call.end_lineno or call.lineno, call.end_col_offset or 0), new))
-    used = {names[_called(c)] for c in calls}
-    for node in tree.body:
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        imported = {a.asname or a.name for a in node.names}
+def _cpu_imports(scope_names, source, names):
+    """``{gpu name: the name the cpu twin is called by}`` and the edits that import the twins
+    not imported yet, each beside its gpu twin (only where its own name is free)."""
+    cpu_names, edits = {}, []
+    statements = [n for n in scope_names.tree.body if isinstance(n, ast.ImportFrom)]
+    for node in statements:
         for alias in node.names:
-            cpu = names.get(alias.asname or alias.name)
-            if cpu in used and cpu not in imported and alias.asname is None:
-                at = offset(alias.end_lineno, alias.end_col_offset)
-                edits.append((at, at, f", {cpu}"))
-                imported.add(cpu)
-    for start, end, new in sorted(edits, reverse=True):
-        text = text[:start] + new + text[end:]
-    return text
-
-
-def _called(call: ast.Call) -> str:
-    return call.func.id if isinstance(call.func, ast.Name) else ""
-
-
-def _source(text, node) -> str:
-    return ast.get_source_segment(text, node) or ""
+            gpu = alias.asname or alias.name
+            if gpu not in names:
+                continue
+            cpu = names[gpu]
+            have = [a.asname or a.name for n in statements if n.module == node.module
+                    and n.level == node.level for a in n.names if a.name == cpu]
+            if have:
+                cpu_names[gpu] = have[0]
+            elif cpu not in scope_names.module.bindings and cpu not in cpu_names.values():
+                cpu_names[gpu] = cpu
+                edits += source.after(alias, f", {cpu}")
+    return cpu_names, edits
 
 
 def _device_id_of_context(node):

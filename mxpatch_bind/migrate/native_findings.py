@@ -77,8 +77,9 @@ def _context_findings(scan, cuda):
 
 
 def _imported_twins(scan, rel, tree, cuda):
-    """``{gpu name: cpu name}`` imported (without ``as``) from a module of the tree that
-    defines both and imports a CUDA-only extension (a name in ``cuda``)."""
+    """``{name a gpu twin is bound to: cpu twin's name}`` for the gpu twins imported (under
+    any alias) from a module of the tree that defines both and imports a CUDA-only extension
+    (a name in ``cuda``)."""
     names = {}
     for node in tree.body:
         if not isinstance(node, ast.ImportFrom) or not node.module:
@@ -87,8 +88,8 @@ def _imported_twins(scan, rel, tree, cuda):
         module = scan.files.get(target.rel) if target is not None and target.rel else None
         twins = contexts.twins(module.tree) if module is not None else {}
         if twins and _imports_cuda(scan, target.rel, module.tree, cuda):
-            names.update({a.name: twins[a.name] for a in node.names
-                          if a.asname is None and a.name in twins})
+            names.update({a.asname or a.name: twins[a.name] for a in node.names
+                          if a.name in twins})
     return names
 
 

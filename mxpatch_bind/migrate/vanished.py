@@ -74,6 +74,10 @@ _UNKNOWN_RECEIVER = {"isAlive": "is_alive() (threading.Thread's isAlive went in 
                      "getiterator": "iter() (ElementTree's getiterator went in 3.9)"}
 _SYMBOL_MODULES = ("mxnet.symbol.", "mxnet.sym.", "mxnet.contrib.symbol.", "mxnet.contrib.sym.")
 _SYMBOL_INPLACE = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_PRECEDENCE = {ast.Add: 1, ast.Sub: 1, ast.Mult: 2, ast.Div: 2, ast.FloorDiv: 2, ast.Mod: 2,
+               ast.MatMult: 2, ast.Pow: 3}
+_ATOMS = (ast.Name, ast.Call, ast.Subscript, ast.Attribute, ast.Constant, ast.UnaryOp, ast.List,
+          ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _ABSENCE_ERRORS = {"AttributeError", "ImportError", "ModuleNotFoundError", "NameError",
                    "Exception", "BaseException"}
 _TRIES = (ast.Try, getattr(ast, "TryStar", ast.Try))
@@ -203,16 +207,35 @@ def _replace_alias(names, text, alias, gone, new):
             return None
         return text.swap(_alias_name(alias), new), ()
     new_parent, new_last = new.rsplit(".", 1)
-    if new_parent == BUILTINS or len(statement.names) != 1 and new_parent != statement.module:
+    if new_parent == BUILTINS:
         return None
     bound = alias.asname or alias.name
     spelled = new_last if new_last == bound else f"{new_last} as {bound}"
+    if len(statement.names) > 1 and new_parent != statement.module:
+        return _split_alias(text, statement, alias, f"from {new_parent} import {spelled}"), ()
     edits = text.swap(alias, spelled)
     if new_parent != statement.module:
         start = text.start(statement)
         at = text.text.find(statement.module, start + len("from"))
         edits.append(((statement.lineno, at), statement.module, new_parent))
     return edits, ()
+
+
+def _split_alias(text, statement, alias, new_statement):
+    """Edits that take ``alias`` out of ``statement`` (with its comma) and put
+    ``new_statement`` on a line of its own after it, at its indentation."""
+    aliases = statement.names
+    index = aliases.index(alias)
+    if index + 1 < len(aliases):  # 'a, ' up to the next name
+        start, end = text.start(alias), text.start(aliases[index + 1])
+    else:  # ', a' from the previous name's end
+        start, end = text.end(aliases[index - 1]), text.end(alias)
+    line_start = text.starts[statement.lineno - 1]
+    indent = text.text[line_start:text.start(statement)]
+    newline = "\r\n" if text.text.find("\r\n", line_start) == text.text.find("\n", line_start) - 1 \
+        else "\n"
+    return [((statement.lineno, start), text.text[start:end], ""),
+            ((statement.end_lineno, text.end(statement)), "", f"{newline}{indent}{new_statement}")]
 
 
 def _alias_name(alias):
@@ -282,14 +305,21 @@ def _symbol_inplace(names, text, meaning):
                              "raises in MXNet 1.9.1: write 'a = a + b' by hand"))
             continue
         target, value = text.source(node.target), text.source(node.value)
-        if not isinstance(node.value, (ast.Name, ast.Call, ast.Subscript, ast.Attribute,
-                                       ast.Constant)):
+        if _needs_parentheses(node.value, node.op):
             value = f"({value})"
         operator = _SYMBOL_INPLACE[type(node.op)]
         out.append(Found(node.lineno, "an in-place operator on a Symbol (MXNet 1.9.1 raises, "
                          "older MXNet ran 'a = a + b')",
                          edits=text.swap(node, f"{target} = {target} {operator} {value}")))
     return out
+
+
+def _needs_parentheses(value, op):
+    """Whether ``a = a <op> value`` needs ``value`` in parentheses to compute ``value`` first,
+    as ``a <op>= value`` did."""
+    if isinstance(value, ast.BinOp):
+        return _PRECEDENCE.get(type(value.op), 0) <= _PRECEDENCE[type(op)]
+    return not isinstance(value, _ATOMS)
 
 
 def _is_symbol(names, node, depth=0):

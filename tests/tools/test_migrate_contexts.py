@@ -6,11 +6,11 @@ import ast
 import textwrap
 
 import pytest
-
-from mxpatch_bind.migrate import contexts
 from test_migrate import run_migrate
 from test_migrate_extensions import TWINS
 from test_migrate_imports import write_tree
+
+from mxpatch_bind.migrate import contexts
 
 pytest.importorskip("libcst")
 
@@ -69,3 +69,28 @@ def test_a_module_guarded_by_an_earlier_port_still_counts_as_importing_cuda(tmp_
     lines = run_migrate(capsys, root)[1]
     assert any(line.startswith("proj/proposal.py:5: [port] calls gpu_nms_wrapper with a "
                                "context's device_id") for line in lines), lines
+
+
+def test_a_gpu_twin_imported_under_another_name_still_chooses_by_context():
+    text = ("from nms.nms import gpu_nms_wrapper as nms_gpu\n"
+            "nms = nms_gpu(t, x.context.device_id)\n")
+    new = contexts.choose_by_context(text, {"nms_gpu": "cpu_nms_wrapper"})
+    assert new == ("from nms.nms import gpu_nms_wrapper as nms_gpu, cpu_nms_wrapper\n"
+                   "nms = (nms_gpu(t, x.context.device_id) if x.context.device_type == 'gpu' "
+                   "else cpu_nms_wrapper(t))\n")
+
+
+def test_a_local_that_shadows_the_gpu_twins_name_is_not_its_call():
+    text = ("from nms import gpu_nms_wrapper\n"
+            "def f(gpu_nms_wrapper):\n    return gpu_nms_wrapper(t, x.context.device_id)\n")
+    assert contexts.choose_by_context(text, {"gpu_nms_wrapper": "cpu_nms_wrapper"}) == text
+
+
+def test_the_scan_finds_an_aliased_gpu_twin(tmp_path, capsys):
+    tree = dict(TWINS)
+    tree["proj/proposal.py"] = TWINS["proj/proposal.py"].replace(
+        "import gpu_nms_wrapper", "import gpu_nms_wrapper as nms_gpu").replace(
+        "gpu_nms_wrapper(", "nms_gpu(")
+    root = write_tree(tmp_path, tree)
+    lines = run_migrate(capsys, root)[1]
+    assert any("[port] calls nms_gpu with a context's device_id" in line for line in lines), lines
