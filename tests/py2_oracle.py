@@ -219,14 +219,19 @@ def _texts(root):
 
 
 def compare(tmp_path: Path, files: dict, main: str = "main.py", *, modules=(),
-            via: str = "api", python2_only=None) -> Outputs:
+            via: str = "api", python2_only=None, prepare: str | None = None) -> Outputs:
     """Run ``files`` under Python 2 and their port under Python 3.
 
     ``python2_only``: files only the Python 2 side has (what its machine had built, such as
     a CUDA extension a CPU machine lacks); they are neither ported nor copied.
+    ``prepare``: a script of ``files`` run under Python 2 before the tree is copied and
+    ported, so that both sides find what it wrote (a cache Python 2 pickled).
     """
     executable = python2(*modules)
     original = write_tree(tmp_path / "python2", files)
+    if prepare is not None:
+        prepared = run(executable, original, prepare, python2_environment())
+        assert prepared.returncode == 0, f"{prepare} failed under Python 2:\n{prepared.stderr}"
     ported = tmp_path / "python3"
     shutil.copytree(original, ported)
     findings = port(ported, via)
@@ -248,7 +253,7 @@ def mismatch(outputs: Outputs, reference: str = "Python 2") -> str:
              f"--- the port under Python 3 (exit {three.returncode}):", three.stdout.rstrip("\n")]
     if three.returncode:
         lines += ["--- the port's standard error (last lines):",
-                  *three.stderr.strip().splitlines()[-8:]]
+                  *three.stderr.strip().splitlines()[-12:]]
     lines.append("--- what migrate changed:")
     for rel, text in outputs.ported.items():
         before = outputs.original.get(rel, "")
