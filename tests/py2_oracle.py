@@ -140,7 +140,7 @@ def _gate(modules: tuple) -> tuple[str | None, str]:
         return None, found.why_not
     missing = missing_modules(found.executable, modules)
     if missing:
-        where = os.environ.get(PYTHON2_PATH) or "nothing"
+        where = os.environ.get(PYTHON2_PATH) or "not set"
         return None, (f"Python 2.7 at {found.executable} cannot import {', '.join(missing)} "
                       f"({PYTHON2_PATH} is {where}): {INSTALL_HINT}")
     return found.executable, ""

@@ -3,7 +3,6 @@ the '/' rewrite (``//`` by form, ``old_div``, ``old_idiv``, the marker), files t
 divide truly, NumPy's integer arrays, and round / floor / ceil, which returned floats."""
 
 import pytest
-
 from py2_oracle import assert_python3_file_unchanged_in_meaning, assert_same_output
 
 pytest.importorskip("fissix")

@@ -5,9 +5,8 @@ import os
 import stat
 import sys
 
-import pytest
-
 import py2_oracle
+import pytest
 from py2_oracle import Outputs, Run
 
 

@@ -5,7 +5,6 @@ context. Python 2 has no MXNet here: each tree carries stand-ins, the same on bo
 that do exactly what MXNet and a built CUDA extension do with what they are given."""
 
 import pytest
-
 from py2_oracle import assert_same_output
 
 pytest.importorskip("fissix")

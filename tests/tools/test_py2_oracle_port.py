@@ -2,7 +2,6 @@
 what its port prints under Python 3 (tests/py2_oracle.py). One syntax family per test."""
 
 import pytest
-
 from py2_oracle import assert_same_output
 
 pytest.importorskip("fissix")

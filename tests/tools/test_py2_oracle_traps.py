@@ -6,7 +6,6 @@ float count, each in every spelling the family (or a user) writes it."""
 from textwrap import dedent
 
 import pytest
-
 from py2_oracle import assert_same_output
 
 pytest.importorskip("fissix")
