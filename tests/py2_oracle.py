@@ -76,7 +76,7 @@ def why_not_python27(executable: str) -> str:
     """Why ``executable`` is not a working Python 2.7 ('' when it is one)."""
     try:
         ran = subprocess.run([executable, "-c", _IS_27], capture_output=True, text=True,
-                             timeout=60, env=python3_environment())
+                             timeout=60, env=program_environment())
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"{executable} does not run ({error})"
     if ran.returncode != 0:
@@ -164,9 +164,9 @@ def unavailable(why: str, environ=None):
 
 
 # ------------------------------------------------------------------ running
-def python3_environment(extra=None):
-    """This Python's environment without the ``PYTHON*`` variables of this run (a Python 3 path or
-    warning filter must not reach Python 2, nor pytest's reach the programs)."""
+def program_environment(extra=None):
+    """The environment a program runs in, under either Python: this one's without its
+    ``PYTHON*`` variables (a Python 3 path or warning filter must reach neither side)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     # the same string hashes and the same stream encoding on both sides, run after run
     env.update(PYTHONHASHSEED="0", PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1")
@@ -174,10 +174,19 @@ def python3_environment(extra=None):
     return env
 
 
+def python3_environment():
+    """:func:`program_environment` where the port finds this ``mxpatch_bind`` (its
+    ``mxpatch_bind.py2`` helpers) even in a checkout that is not installed."""
+    import mxpatch_bind
+
+    return program_environment({"PYTHONPATH": str(Path(mxpatch_bind.__file__).parents[1])})
+
+
 def python2_environment(environ=None):
+    """:func:`program_environment` with :data:`PYTHON2_PATH` as Python 2's path."""
     environ = os.environ if environ is None else environ
     path = environ.get(PYTHON2_PATH)
-    return python3_environment({"PYTHONPATH": path} if path else None)
+    return program_environment({"PYTHONPATH": path} if path else None)
 
 
 def run(executable: str, root: Path, main: str, environment) -> Run:

@@ -90,9 +90,9 @@ def test_a_marked_in_place_division_of_a_float_prints_the_same(tmp_path):
 
 
 def test_a_marked_in_place_division_of_an_integer_prints_python_2s_quotient(tmp_path):
-    # migrate cannot write old_idiv without calling get() twice: it marks the line and
-    # lists it as [check]; until a person acts, the port computes what Python 2 computed
-    # only if the rewrite is exact, which this asks
+    # migrate marks the line and lists it as [check] rather than call get() twice in
+    # 'get()[0] = old_idiv(get()[0], 2)'; the marked port divides truly. Binding get() once
+    # would be exact; this asks for Python 2's quotient either way.
     assert_same_output(tmp_path, {"main.py": MARKED.format(first="9")})
 
 

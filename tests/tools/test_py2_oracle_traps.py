@@ -234,3 +234,18 @@ def test_np_linspace_given_a_float_count_gives_the_same_points(tmp_path, call):
         points = {call}
         print len(points), repr(points.round(4).tolist())
         """}, modules=("numpy",))
+
+
+@pytest.mark.slow  # the README's command in a process of its own (about 2 s)
+def test_the_readmes_command_keeps_text_files_beside_a_pickled_cache_text(tmp_path):
+    assert_same_output(tmp_path, VOC_EVAL, via="cli")
+
+
+@pytest.mark.slow  # the README's command in a process of its own (about 2 s)
+def test_the_readmes_command_loads_a_config_and_a_python_2_cache_the_same(tmp_path):
+    assert_same_output(tmp_path, {
+        "config.yaml": CONFIG, "write_cache.py": WRITE_CACHE,
+        "main.py": "import cPickle\nimport yaml\n" + READ_CACHE["binary mode"]
+                   + "cfg = yaml.load(open('config.yaml'))\nprint cfg['TRAIN']['lr']\n"
+                   + dedent(SHOW_CACHE)},
+        modules=("numpy", "yaml"), via="cli", prepare="write_cache.py")
