@@ -166,7 +166,7 @@ def test_a_class_dividing_with_div_divides_the_same(tmp_path):
             def __div__(self, k):
                 return Box(self.size / k)
 
-        print (Box(9) / 2).size
+        print 'size', (Box(9) / 2).size
         """})
 
 
