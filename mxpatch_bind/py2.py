@@ -3,8 +3,9 @@
 Each function computes exactly what the Python 2 call it replaces computed: ``/``
 (:func:`old_div`, :func:`old_idiv`), ``round`` / ``math.floor`` / ``math.ceil``, which
 returned floats (:func:`old_round`, :func:`old_floor`, :func:`old_ceil`), ``map`` over several
-sequences (:func:`old_map`), ``inspect.getargspec`` (:func:`getargspec`), and bytes in
-``json`` (:func:`json_bytes`).
+sequences (:func:`old_map`), ``filter`` of a string or tuple (:func:`old_filter`), ``cmp``
+(:func:`old_cmp`), ``inspect.getargspec`` (:func:`getargspec`), and bytes in ``json``
+(:func:`json_bytes`).
 
 Python 2 divided two integers to an integer (rounding down) and divided anything else truly.
 Where ``migrate`` cannot tell from a ``/``'s operands which of the two a line meant, it
@@ -29,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["old_div", "old_idiv", "old_round", "old_floor", "old_ceil", "old_map",
-           "getargspec", "ArgSpec", "json_bytes"]
+           "old_filter", "old_cmp", "getargspec", "ArgSpec", "json_bytes"]
 
 
 def old_div(dividend: Any, divisor: Any) -> Any:
@@ -147,7 +148,7 @@ def old_floor(number: Any) -> float:
     (2.0, -3.0, inf)
     """
     value = float(number)
-    return float(math.floor(value)) if math.isfinite(value) else value
+    return _signed(float(math.floor(value)), value) if math.isfinite(value) else value
 
 
 def old_ceil(number: Any) -> float:
@@ -160,7 +161,12 @@ def old_ceil(number: Any) -> float:
     (3.0, -2.0, 7.0)
     """
     value = float(number)
-    return float(math.ceil(value)) if math.isfinite(value) else value
+    return _signed(float(math.ceil(value)), value) if math.isfinite(value) else value
+
+
+def _signed(result: float, value: float) -> float:
+    """C's floor and ceil keep the sign of a zero result (``ceil(-0.5)`` is ``-0.0``)."""
+    return math.copysign(0.0, value) if result == 0 else result
 
 
 def old_map(function: Callable | None, *sequences: Any) -> list:
@@ -182,6 +188,42 @@ def old_map(function: Callable | None, *sequences: Any) -> list:
         return list(sequences[0]) if function is None else list(map(function, sequences[0]))
     rows = itertools.zip_longest(*sequences)
     return list(rows) if function is None else [function(*row) for row in rows]
+
+
+def old_filter(function: Callable | None, iterable: Any) -> Any:
+    """``filter(function, iterable)`` as Python 2 computed it: a str of a str, a tuple of a
+    tuple, a list of anything else (Python 3's is an iterator, always true in an ``if``).
+    ``function`` None keeps the true items; bytes are filtered by one-byte strings, as
+    Python 2's str was.
+
+    Examples
+    --------
+    >>> from mxpatch_bind.py2 import old_filter
+    >>> old_filter(str.isdigit, 'img_0042.jpg'), old_filter(None, (0, 1, 2)), old_filter(None, [])
+    ('0042', (1, 2), [])
+    """
+    keep = bool if function is None else function
+    if isinstance(iterable, str):
+        return "".join(c for c in iterable if keep(c))
+    if isinstance(iterable, (bytes, bytearray)):
+        return bytes(b for b in iterable if keep(bytes([b])))
+    if isinstance(iterable, tuple):
+        return tuple(x for x in iterable if keep(x))
+    return [x for x in iterable if keep(x)]
+
+
+def old_cmp(a: Any, b: Any) -> int:
+    """``cmp(a, b)`` as Python 2 computed it for values Python 3 can order: -1, 0 or 1.
+    Values Python 3 cannot order (``None`` and a number) raise ``TypeError``, where Python 2
+    ordered them by type.
+
+    Examples
+    --------
+    >>> from mxpatch_bind.py2 import old_cmp
+    >>> old_cmp(1, 2), old_cmp('b', 'a'), old_cmp((1, 2), (1, 2))
+    (-1, 1, 0)
+    """
+    return (a > b) - (a < b)
 
 
 ArgSpec = namedtuple("ArgSpec", ["args", "varargs", "keywords", "defaults"])

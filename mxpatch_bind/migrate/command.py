@@ -20,6 +20,7 @@ from .edits import parses_as_python3
 from .fork import VENDORED_GROUP, VENDORED_MODULE
 from .fork import vendored_kind as _vendored_kind
 from .scanner import DELETE, IMPORTS, IO_ERROR, Scan
+from .textedit import EditConflict
 
 __all__ = ["Finding", "scan", "apply", "check_imports", "build_extensions", "summary",
            "vendored_kind", "add_arguments", "run", "main"]
@@ -209,7 +210,7 @@ def _apply_to_file(root, entry, rel, chosen, result, done, preview):
                             if _key(result[i]) in made)
                 return
             files.write_atomically(entry.path, data)
-    except (files.FileProblem, edits.EditError, RecursionError, MemoryError,
+    except (files.FileProblem, edits.EditError, EditConflict, RecursionError, MemoryError,
             UnicodeEncodeError) as problem:
         io_error = getattr(problem, "io_error", False)
         for i in chosen:

@@ -14,6 +14,8 @@ import ast
 import functools
 import re
 
+# fix_filter is left out too: Python 2's filter of a str gave a str (of a tuple, a tuple),
+# which 2to3's list(filter(...)) does not; py2calls writes mxpatch_bind.py2.old_filter.
 # Fixers that only change syntax Python 3 refuses and never add or remove a line: enough
 # for ast to read a Python 2 file, with every line number kept.
 _SYNTAX_FIXERS = ("except", "exec", "ne", "numliterals", "print", "raise", "repr", "unicode")
@@ -23,7 +25,7 @@ _SYNTAX_FIXERS = ("except", "exec", "ne", "numliterals", "print", "raise", "repr
 # (the rename would reach the base DataIter.next instead of the loader's). fix_import too: it
 # takes every folder holding an ``__init__.py`` for a package, so it made the scripts' own
 # imports relative; model.ImportModel decides instead, and edits.make_relative rewrites.
-_NOT_STANDARD = ("sorted", "next", "import")
+_NOT_STANDARD = ("sorted", "next", "import", "filter")
 
 # Names and modules that exist only in Python 2: a file that parses as Python 3 but uses
 # them is still Python 2 code (NameError or ImportError at run time).
@@ -113,6 +115,14 @@ def analysis_text(text: str, filename: str) -> str:
 
 
 def port(text: str, filename: str, parses_as_python3: bool) -> tuple[str, list[tuple[int, str]]]:
+    """``text`` ported by the standard 2to3 fixers, and the fixers' own warnings (kept for
+    the run: the scan ports a file to see whether the port changes it, the write again)."""
+    ported, warnings = _port(text, filename, parses_as_python3)
+    return ported, list(warnings)
+
+
+@functools.lru_cache(maxsize=256)
+def _port(text: str, filename: str, parses_as_python3: bool) -> tuple[str, list[tuple[int, str]]]:
     """``text`` ported by the standard 2to3 fixers, and the fixers' own warnings.
 
     Imports are left as they are (``edits.make_relative`` makes the implicit relative ones

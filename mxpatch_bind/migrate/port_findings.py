@@ -12,13 +12,21 @@ from __future__ import annotations
 import ast
 
 from . import division, traps
+from . import port as py2
 from .checks import CHECK, PORT
 from .textedit import MARKER_PREFIX, markers
 
 
 def python3_file(scan, rel, parsed) -> None:
-    """The traps of a file that parses as Python 3: ``--to-python3`` fixes them."""
+    """The traps of a file that parses as Python 3: ``--to-python3`` fixes them. One that
+    ran on Python 2 (in a Python 2 tree, with nothing only Python 3 parses) and that the 2to3
+    fixers change (``d.keys() + e.keys()``, ``len(map(...))``) is ported like the others."""
     meaning = scan.meanings.of(rel)
+    if meaning.python2 and _port_changes(parsed):
+        parsed.python2 = ("it ran on Python 2 (a Python 2 tree) and the 2to3 fixers change it",
+                          1)
+        python2_file(scan, rel, parsed)
+        return
     names = scan.meanings.names[rel]
     found = traps.analyse(parsed.source.text, names, meaning)
     words = _fixed_words(found)
@@ -58,6 +66,15 @@ def python2_file(scan, rel, parsed) -> None:
         scan.add(rel, nexts[0], CHECK, f".next() at {_at(nexts)}: kept as it is (an MXNet "
                                        "DataIter has next() on Python 3 too); a generator or "
                                        "file needs next(x)")
+
+
+def _port_changes(parsed):
+    if not py2.available():
+        return False
+    try:
+        return py2.port(parsed.source.text, str(parsed.entry.path), True)[0] != parsed.source.text
+    except py2.Python2Error:
+        return False
 
 
 def decided_later(scan, rel, parsed) -> None:

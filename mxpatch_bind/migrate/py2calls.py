@@ -11,7 +11,12 @@ ported to what Python 2 computed (a Python 2 file only; 2to3 leaves each of them
 - ``map(f, a, b)`` over several sequences ran to the longest, padding with None (Python 3's
   stops at the shortest); ``map(None, a, b)`` zipped them: both become
   :func:`mxpatch_bind.py2.old_map`.
-- ``file(...)`` was ``open(...)``; ``cmp`` and ``coerce`` are gone (a person decides).
+- ``filter(f, s)`` of a str gave a str, of a tuple a tuple (Python 3's is an iterator, true
+  in an ``if`` even when empty): :func:`mxpatch_bind.py2.old_filter`; ``cmp(a, b)`` is gone:
+  ``old_cmp``.
+- A class's ``__div__`` / ``__rdiv__`` / ``__idiv__``: Python 3's ``/`` calls
+  ``__truediv__`` and the others; the class gets those names for the same methods.
+- ``file(...)`` was ``open(...)``; ``coerce`` is gone (a person decides).
 
 Where a call may be one of these but the name may also be something else (a star import, a
 rebinding), nothing is rewritten: a ``[check]``, marked in the port.
@@ -27,8 +32,11 @@ from .textedit import Text
 
 _OLD = {f"{BUILTINS}.round": "old_round", "math.floor": "old_floor", "math.ceil": "old_ceil"}
 _EXACT_INSIDE_INT = {"math.floor", "math.ceil"}
-_GONE = {f"{BUILTINS}.cmp": "cmp() is gone: write (a > b) - (a < b) for numbers",
-         f"{BUILTINS}.coerce": "coerce() is gone"}
+_GONE = {f"{BUILTINS}.coerce": "coerce() is gone"}
+# Python 2 builtins whose Python 3 namesake computes otherwise (or is gone): their helpers.
+_HELPERS = {f"{BUILTINS}.filter": "old_filter", f"{BUILTINS}.cmp": "old_cmp"}
+_DIVISION_METHODS = {"__div__": "__truediv__", "__rdiv__": "__rtruediv__",
+                     "__idiv__": "__itruediv__"}
 
 
 def found(names: Names, text: Text) -> list[Found]:
@@ -37,7 +45,10 @@ def found(names: Names, text: Text) -> list[Found]:
     for node in names.nodes:
         if isinstance(node, ast.Call):
             out += _rounding(names, text, node) + _cmp(names, text, node) \
-                + _map(names, text, node) + _file(names, text, node)
+                + _map(names, text, node) + _file(names, text, node) \
+                + _helper(names, text, node)
+        elif isinstance(node, ast.ClassDef):
+            out += _division_methods(text, node)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             gone = _GONE.get(names.qualified(node) or "")
             if gone:
@@ -88,9 +99,14 @@ def _cmp(names, text, call):
     if reference is None:
         return [check(call.lineno, "cmp", "cmp= is gone: 'functools' is bound to something "
                       "else here; write key=functools.cmp_to_key(...)", python2_only=True)]
-    new = f"key={reference}.cmp_to_key({text.source(function)})"
-    node = given if given is not None else positional
-    return [Found(call.lineno, "cmp= is gone", edits=text.swap(node, new),
+    opening = f"key={reference}.cmp_to_key("
+    if given is not None:  # 'cmp=' becomes the opening; point edits, so a fix inside stays
+        start = text.start(given)
+        edits = [((given.lineno, start), text.text[start:text.start(function)], opening)]
+    else:
+        edits = [((function.lineno, text.start(function)), "", opening)]
+    edits += text.after(function, ")")
+    return [Found(call.lineno, "cmp= is gone", edits=edits,
                   imports=("import functools",) if reference == "functools"
                   and "functools" not in names.module.bindings else ())]
 
@@ -109,3 +125,34 @@ def _file(names, text, call):
         return [check(call.lineno, "file", "file() was open(): 'open' is bound to something "
                       "else here", python2_only=True)]
     return [Found(call.lineno, "file() is open()", edits=text.swap(call.func, "open"))]
+
+
+def _helper(names, text, call):
+    helper = _HELPERS.get(names.qualified(call.func) or "")
+    if helper is None:
+        return []
+    builtin = helper[len("old_"):]
+    return [Found(call.lineno, f"Python 2's {builtin}()", edits=text.swap(call.func, helper),
+                  helpers=frozenset({helper}))]
+
+
+def _division_methods(text, cls):
+    """A class that divides by ``__div__``: Python 3's ``/`` calls ``__truediv__`` (Python
+    2's, where ``old_div`` now sends it); the same method under that name too."""
+    defined = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+    out = []
+    for old, new in _DIVISION_METHODS.items():
+        method = defined.get(old)
+        if method is not None and new not in defined and not _assigns(cls, new):
+            indent = text.text[text.starts[method.lineno - 1]:text.start(method)]
+            if method.decorator_list:
+                indent = text.text[text.starts[method.decorator_list[0].lineno - 1]:
+                                   text.start(method.decorator_list[0])]
+            out.append(Found(method.lineno, f"{old} (Python 3 divides by {new})",
+                             edits=text.after(method, f"\n\n{indent}{new} = {old}")))
+    return out
+
+
+def _assigns(cls, name):
+    return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                 for t in n.targets) for n in cls.body)

@@ -80,12 +80,25 @@ class Text:
         return [((node.end_lineno, self.end(node)), "", addition)]
 
 
+class EditConflict(ValueError):
+    """Two fixers' edits overlap: the file is left as it was (the caller makes it a
+    ``[check]``), never written half-fixed."""
+
+
 def replace(text: str, edits: list) -> str:
-    """Apply ``((line, offset), old, new)`` edits from the last offset back; one whose
-    ``old`` is not where it was read is left out (the report still lists its finding)."""
+    """Apply ``((line, offset), old, new)`` edits from the last offset back (insertions at
+    one offset in the order given: a nested fix's opening lands inside an enclosing one's).
+
+    Raises
+    ------
+    EditConflict
+        An edit's ``old`` text is no longer where it was read (another edit overlapped it).
+    """
+    original = text
     for (_line, offset), old, new in sorted(edits, key=lambda e: e[0][1], reverse=True):
         if old and text[offset:offset + len(old)] != old:
-            continue
+            line = original.count("\n", 0, offset) + 1
+            raise EditConflict(f"edits overlap at line {line}: not written; port it by hand")
         text = text[:offset] + new + text[offset + len(old):]
     return text
 
@@ -95,12 +108,14 @@ def add_import(text: str, statement: str) -> str:
     comments, the docstring and the ``__future__`` imports)."""
     tree = ast.parse(text)
     at = 0
-    for node in tree.body:
+    for index, node in enumerate(tree.body):
         if isinstance(node, ast.Import) or (isinstance(node, ast.ImportFrom)
                                             and node.module != "__future__"):
             at = node.lineno - 1
             break
-        if not isinstance(node, (ast.Expr, ast.ImportFrom)):  # code before any import
+        docstring = index == 0 and isinstance(node, ast.Expr) \
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        if not (docstring or isinstance(node, ast.ImportFrom)):  # code before any import
             break
         at = node.end_lineno or at
     lines = lines_of(text)

@@ -22,7 +22,8 @@ before its use. Where that cannot be proven, it is a ``[check]``, never a rewrit
 - ``json.dump`` / ``json.dumps`` of a Python 2 file get ``default=json_bytes``: Python 2's json
   wrote bytes (its ``str``) as text, Python 3's refuses them.
 - ``np.linspace(a, b, np.round(...) + 1)``: NumPy 1.18 refuses a float ``num`` (pycocotools'
-  ``cocoeval.py``); it is wrapped in ``int()``, which older NumPy applied itself.
+  ``cocoeval.py``); it is wrapped in ``int()``, which older NumPy applied itself, unless it is
+  an integer by its form (or a name that provably holds one).
 
 With them, from their own modules: Python 2's ``/`` (:mod:`division`), Python 2's calls
 (:mod:`py2calls`) and what the installed environment no longer has (:mod:`vanished`).
@@ -369,12 +370,16 @@ def _op_loads(names):
                                 and len(call.args) == 1 and _is_argument(names, call.args[0]))
 
 
-def _is_argument(names, node):
-    if not isinstance(node, ast.Name):
+def _is_argument(names, node, depth=0):
+    """Whether ``node`` is a parameter of its function, or a name that provably holds one."""
+    if not isinstance(node, ast.Name) or depth > 20:
         return False
     scope = names.resolve(node)
-    return scope is not None and all(isinstance(b, ast.arg)
-                                     for b in scope.bindings.get(node.id, []))
+    if scope is None:
+        return False
+    if all(isinstance(b, ast.arg) for b in scope.bindings.get(node.id, [])):
+        return True
+    return _is_argument(names, names.reaching(node), depth + 1)
 
 
 # ---------------------------------------------------------------------- json, linspace
@@ -402,7 +407,8 @@ def _linspace(names, source):
             continue
         num = call.args[2] if len(call.args) > 2 else next(
             (k.value for k in call.keywords if k.arg == "num"), None)
-        if num is not None and not divisions.is_int(num) and not isinstance(num, ast.Name):
+        value = names.reaching(num) if isinstance(num, ast.Name) else num
+        if num is not None and not divisions.is_int(value):
             out.append(Found(num.lineno, "np.linspace's float num",
                              edits=source.wrap(num, "int(", ")")))
     return out

@@ -116,13 +116,20 @@ def found(names: Names, text: Text, meaning: Meaning) -> list[Found]:
     A reference inside a ``try`` that catches its absence (``AttributeError``,
     ``ImportError`` or broader) is the code's own fallback, as the import check treats
     imports there."""
-    out = []
+    out, from_imports = [], {}
     for node, dotted in references(names):
         gone = next((m for m in meaning.missing if dotted == m or dotted.startswith(m + ".")),
                     None)
-        if gone is not None and not (meaning.python2 and dotted.startswith(PORT_HANDLES)) \
-                and not _guarded(names, node):
+        if gone is None or (meaning.python2 and dotted.startswith(PORT_HANDLES)) \
+                or _guarded(names, node):
+            continue
+        statement = names.statement_of(node)
+        if isinstance(statement, ast.ImportFrom):
+            from_imports.setdefault(id(statement), (statement, []))[1].append((node, gone))
+        else:
             out.append(_gone(names, text, node, gone))
+    for statement, aliases in from_imports.values():
+        out += _from_import(text, statement, aliases)
     return out + _methods(names, text) + _symbol_inplace(names, text, meaning)
 
 
@@ -158,7 +165,8 @@ def _gone(names, text, node, gone):
     new, why = replacement
     edit = _replace_reference(names, text, node, gone, new)
     if edit is None:
-        return check(line, gone, f"{gone} does not exist any more: write {new} ({why})")
+        shown = new[len(BUILTINS) + 1:] if new.startswith(f"{BUILTINS}.") else new
+        return check(line, gone, f"{gone} does not exist any more: write {shown} ({why})")
     edits, imports = edit
     return Found(line, f"{gone} is gone: {new} ({why})", edits=edits, imports=imports)
 
@@ -168,7 +176,7 @@ def _replace_reference(names, text, node, gone, new):
     to ``new`` instead of ``gone``; None where no edit says it exactly."""
     old_parent, old_last = gone.rsplit(".", 1) if "." in gone else ("", gone)
     new_parent, new_last = new.rsplit(".", 1) if "." in new else ("", new)
-    if isinstance(node, ast.alias):
+    if isinstance(node, ast.alias):  # of an ``import`` (a from-import is _from_import's)
         return _replace_alias(names, text, node, gone, new)
     target = _sub_chain(names, node, gone)
     if target is None:
@@ -197,45 +205,53 @@ def _sub_chain(names, node, gone):
 
 
 def _replace_alias(names, text, alias, gone, new):
-    """``from m import gone_name`` / ``import gone.module [as x]``: the statement names
-    ``new``, keeping the name it binds."""
-    statement = names.statement_of(alias)
-    if isinstance(statement, ast.Import):
-        if alias.asname is None and gone.split(".")[0] != new.split(".")[0]:
-            return None
-        if gone != alias.name:
-            return None
-        return text.swap(_alias_name(alias), new), ()
-    new_parent, new_last = new.rsplit(".", 1)
-    if new_parent == BUILTINS:
+    """``import gone.module [as x]``: the statement names ``new``, keeping the name it
+    binds."""
+    if alias.asname is None and gone.split(".")[0] != new.split(".")[0]:
         return None
-    bound = alias.asname or alias.name
-    spelled = new_last if new_last == bound else f"{new_last} as {bound}"
-    if len(statement.names) > 1 and new_parent != statement.module:
-        return _split_alias(text, statement, alias, f"from {new_parent} import {spelled}"), ()
-    edits = text.swap(alias, spelled)
-    if new_parent != statement.module:
-        start = text.start(statement)
-        at = text.text.find(statement.module, start + len("from"))
-        edits.append(((statement.lineno, at), statement.module, new_parent))
-    return edits, ()
+    if gone != alias.name:
+        return None
+    return text.swap(_alias_name(alias), new), ()
 
 
-def _split_alias(text, statement, alias, new_statement):
-    """Edits that take ``alias`` out of ``statement`` (with its comma) and put
-    ``new_statement`` on a line of its own after it, at its indentation."""
-    aliases = statement.names
-    index = aliases.index(alias)
-    if index + 1 < len(aliases):  # 'a, ' up to the next name
-        start, end = text.start(alias), text.start(aliases[index + 1])
-    else:  # ', a' from the previous name's end
-        start, end = text.end(aliases[index - 1]), text.end(alias)
+def _from_import(text, statement, aliases):
+    """``from m import a, b``, some of whose names (or ``m`` itself) are gone: one edit that
+    writes the statement anew, the names that moved imported from where they are now (each
+    keeping the name it binds); a ``[check]`` for a name with no exact replacement."""
+    module = statement.module
+    out, moved = [], {}
+    for alias, gone in aliases:
+        new, why = REPLACEMENTS.get(gone, (None, ""))
+        if new is None or new.startswith(f"{BUILTINS}."):
+            out.append(_gone(None, text, alias, gone))
+            continue
+        if gone == f"{statement.module}.{alias.name}":
+            moved[id(alias)] = new
+        else:  # the module itself (or a package above it) moved
+            module = new + statement.module[len(gone):]
+        out.append(Found(statement.lineno, f"{gone} is gone: {new} ({why})"))
+    if module == statement.module and not moved:
+        return out
+    groups: dict[str, list[str]] = {}
+    kept = []
+    for alias in statement.names:
+        spelled = alias.name + (f" as {alias.asname}" if alias.asname else "")
+        if id(alias) not in moved:
+            kept.append(spelled)
+            continue
+        parent, last = moved[id(alias)].rsplit(".", 1)
+        bound = alias.asname or alias.name
+        groups.setdefault(parent, []).append(last if last == bound else f"{last} as {bound}")
+    statements = [f"from {'.' * statement.level}{module} import {', '.join(kept)}"] if kept \
+        else []
+    statements += [f"from {parent} import {', '.join(spelled)}"
+                   for parent, spelled in groups.items()]
     line_start = text.starts[statement.lineno - 1]
     indent = text.text[line_start:text.start(statement)]
-    newline = "\r\n" if text.text.find("\r\n", line_start) == text.text.find("\n", line_start) - 1 \
-        else "\n"
-    return [((statement.lineno, start), text.text[start:end], ""),
-            ((statement.end_lineno, text.end(statement)), "", f"{newline}{indent}{new_statement}")]
+    newline = "\r\n" if text.text[line_start:].split("\n", 1)[0].endswith("\r") else "\n"
+    fixed = [f for f in out if f.check is None]
+    fixed[0].edits = text.swap(statement, (newline + indent).join(statements))
+    return out
 
 
 def _alias_name(alias):
@@ -304,13 +320,16 @@ def _symbol_inplace(names, text, meaning):
             out.append(check(node.lineno, "Symbol in place", "an in-place operator on a Symbol "
                              "raises in MXNet 1.9.1: write 'a = a + b' by hand"))
             continue
-        target, value = text.source(node.target), text.source(node.value)
-        if _needs_parentheses(node.value, node.op):
-            value = f"({value})"
         operator = _SYMBOL_INPLACE[type(node.op)]
+        between = text.end(node.target)
+        at = text.text.index(operator + "=", between)
+        # point edits (the operator, parentheses): an edit inside the value still composes
+        edits = [((node.lineno, at), operator + "=",
+                  f"= {text.source(node.target)} {operator}")]
+        if _needs_parentheses(node.value, node.op):
+            edits += text.wrap(node.value, "(", ")")
         out.append(Found(node.lineno, "an in-place operator on a Symbol (MXNet 1.9.1 raises, "
-                         "older MXNet ran 'a = a + b')",
-                         edits=text.swap(node, f"{target} = {target} {operator} {value}")))
+                         "older MXNet ran 'a = a + b')", edits=edits))
     return out
 
 

@@ -238,7 +238,9 @@ def test_multiprocessing_dummys_cpu_count_comes_from_multiprocessing_after_the_p
 
 @pytest.mark.parametrize("source, changed", [
     ("import numpy as np\nt = np.linspace(.5, .95, np.round((.95 - .5) / .05) + 1)\n", True),
-    ("import numpy as np\nt = np.linspace(0, 1, n)\n", False),  # a name: left as written
+    # a name that may hold a float (older NumPy took int() of it): int() is exact
+    ("import numpy as np\nt = np.linspace(0, 1, n)\n", True),
+    ("import numpy as np\nn = len(x) + 1\nt = np.linspace(0, 1, n)\n", False),
     ("import numpy as np\nt = np.linspace(0, 1, len(x) + 1)\n", False),
 ])
 def test_np_linspace_gets_int_only_around_a_count_that_is_no_name_or_integer(source, changed):
