@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from .model import EXTENSION, ImportModel, call_name
+from .model import EXTENSION, ImportModel
 
 # The package to install for the import names the family uses whose distribution is named
 # otherwise (the others: pip install NAME).
@@ -20,7 +20,6 @@ _DISTRIBUTIONS = {"cv2": "opencv-python", "yaml": "PyYAML", "PIL": "Pillow",
                   "skimage": "scikit-image", "sklearn": "scikit-learn",
                   "Cython": "Cython", "easydict": "easydict", "mxnet": "mxnet"}
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
-_DYNAMIC = {"import_module", "__import__"}
 
 
 @dataclass(frozen=True)
@@ -74,19 +73,6 @@ def modules_named(imported: Imported) -> list[str]:
     named = [imported.module] if imported.module else []
     prefix = imported.module + "." if imported.module else ""
     return named + [prefix + name for name in imported.names if name != "*"]
-
-
-def dynamic_imports(tree: ast.Module) -> list[tuple[int, str | None]]:
-    """``(line, name)`` for each ``importlib.import_module(...)`` / ``__import__(...)``:
-    ``name`` the literal string, None where it is computed."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and call_name(node.func) in _DYNAMIC and node.args:
-            first = node.args[0]
-            literal = first.value if isinstance(first, ast.Constant) \
-                and isinstance(first.value, str) else None
-            found.append((node.lineno, literal))
-    return found
 
 
 def unresolved(model: ImportModel, rel, tree: ast.Module) -> list[tuple[int, str]]:
