@@ -82,16 +82,50 @@ def unresolved(model: ImportModel, rel, tree: ast.Module) -> list[tuple[int, str
     them explicit (the scan reports the file as Python 2 until then).
     """
     local = model.local_names(rel)
+    runs = [run for run in model.runs.values() if run.known and rel in run.reached]
     problems = []
     for imported in statements(tree):
         if imported.optional or imported.module == "mxpatch_bind.compat":
             continue
         if not imported.level and imported.module.split(".")[0] in local:
             continue
-        problem = _problem(model, rel, imported)
-        if problem:
-            problems.append((imported.line, f"'{imported.spelled()}' does not resolve: {problem}"))
+        if runs and not imported.level:
+            message = _in_runs(model, rel, imported, runs)
+        else:
+            problem = _problem(model, rel, imported)
+            message = f"'{imported.spelled()}' does not resolve: {problem}" if problem else None
+        if message:
+            problems.append((imported.line, message))
     return problems
+
+
+def _in_runs(model, rel, imported, runs):
+    """The message for an absolute import of a module that entry points reach: it must
+    resolve with each one's sys.path (:mod:`runs`); None where it does."""
+    failing = [run for run in runs if model.resolve_in(run.folders, imported.module) is None]
+    if not failing:
+        return None
+    problem = _problem(model, rel, imported)
+    if problem is not None and len(failing) == len(runs):
+        return f"'{imported.spelled()}' does not resolve: {problem}"  # wherever it runs
+    names = [str(run.entry) for run in failing]
+    who = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    whose = "" if len(failing) == 1 else f" of {names[0]}"
+    why = f": {problem}" if problem else _elsewhere(model, rel, imported.module)
+    return (f"'{imported.spelled()}' does not resolve when {who} run{'s' * (len(failing) == 1)}"
+            f" (sys.path{whose}: {failing[0].spelled_path()}){why}")
+
+
+def _elsewhere(model, rel, module):
+    """Where the tree-wide path finds ``module``, and the folder a run would need for it."""
+    target = model.resolve(rel, module, 0)
+    if target is None or target.rel is None:
+        return ""
+    folder = target.rel
+    for _ in module.split("."):
+        folder = folder.parent
+    return (f": the tree has it at {target.rel}, found only with {folder}/ on sys.path, "
+            "which that run does not put there")
 
 
 def _problem(model, rel, imported):

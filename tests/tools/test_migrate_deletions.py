@@ -98,9 +98,8 @@ def test_a_relative_name_is_resolved_against_its_package_not_the_importer(tree, 
                     "from importlib.util import spec_from_file_location as located\n"
                     "spec = located('m', location=Path(__file__).parent / 'core' / 'module.py')\n",
      3),
-    ("tools/use.py", "import importlib.machinery\n"
-                     "loader = importlib.machinery.SourceFileLoader('m', ROOT + '/core/module.py')\n",
-     2),
+    ("tools/use.py", "import importlib.machinery as machinery\n"
+                     "loader = machinery.SourceFileLoader('m', ROOT + '/core/module.py')\n", 2),
     ("rfcn/use.py", "exec(open('core/module.py').read())\n", 1),
     ("rfcn/use.py", "print 'python 2'\nexecfile('core/module.py')\n", 2),
     ("rfcn/use.py", "import imp\nfound = imp.find_module('module', ['core'])\n", 2),
@@ -111,8 +110,8 @@ def test_a_copy_loaded_by_path_is_kept_and_the_place_named(tree, capsys, rel, so
 
 
 def test_a_path_or_name_computed_near_the_copy_keeps_it(tree, capsys):
-    status, lines = migrated(capsys, tree, {"rfcn/use.py": "import imp, sys\n"
-                                                           "m = imp.load_source('m', sys.argv[1])\n"})
+    status, lines = migrated(capsys, tree, {
+        "rfcn/use.py": "import imp, sys\nm = imp.load_source('m', sys.argv[1])\n"})
     assert_kept_by(tree, status, lines, "rfcn/use.py:2", "computed at run time")
 
 
