@@ -111,19 +111,25 @@ def _in_runs(model, rel, imported, runs):
     names = [str(run.entry) for run in failing]
     who = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     whose = "" if len(failing) == 1 else f" of {names[0]}"
-    why = f": {problem}" if problem else _elsewhere(model, rel, imported.module)
+    why = f": {problem}" if problem else _elsewhere(model, rel, imported.module, failing[0])
     return (f"'{imported.spelled()}' does not resolve when {who} run{'s' * (len(failing) == 1)}"
             f" (sys.path{whose}: {failing[0].spelled_path()}){why}")
 
 
-def _elsewhere(model, rel, module):
-    """Where the tree-wide path finds ``module``, and the folder a run would need for it."""
+def _elsewhere(model, rel, module, run):
+    """Where the tree-wide path finds ``module``, and why ``run`` does not: the folder it
+    needs is not on its path, or another folder's package of that name comes first."""
     target = model.resolve(rel, module, 0)
     if target is None or target.rel is None:
         return ""
     folder = target.rel
     for _ in module.split("."):
         folder = folder.parent
+    top = module.split(".")[0]
+    if folder in run.folders:
+        first = next(f for f in run.folders if model.child(f, top) is not None)
+        return (f": the tree has it at {target.rel}, but {first / top} comes first on that "
+                "sys.path and has no such module")
     return (f": the tree has it at {target.rel}, found only with {folder}/ on sys.path, "
             "which that run does not put there")
 

@@ -117,7 +117,11 @@ def python_loads(tree: ast.Module, file_path: str | None, stems) -> list[Load]:
     reader = _Reader(tree, file_path)
     found, used = [], set()
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
-        load = reader.load(call)
+        try:
+            load = reader.load(call)
+        except RecursionError:  # an expression nested too deeply to read: maybe a load
+            load = Load(call.lineno, "a call nested too deeply to read", computed=True) \
+                if reader.qualified(call.func) in (*_BY_NAME, *_BY_PATH) else None
         if load is not None:
             found.append(load)
             used |= {id(n) for n in ast.walk(call)}
@@ -166,7 +170,10 @@ class _Reader:
                            key=lambda n: n.lineno):
             if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 name = node.targets[0].id
-                value = self.path(node.value)
+                try:
+                    value = self.path(node.value)
+                except RecursionError:  # ``'a' + 'b' + ...`` thousands of terms long
+                    value = None
                 assigned.setdefault(name, set()).add(value)
                 self.values[name] = value if len(assigned[name]) == 1 else None
 

@@ -118,13 +118,30 @@ class ImportModel:
         return entry_runs(self)
 
     def resolve_in(self, folders, module: str) -> Target | None:
-        """What ``import module`` finds with ``folders`` as sys.path, or None."""
+        """What ``import module`` finds with ``folders`` as sys.path, or None. As Python
+        does: the first folder holding ``module``'s top name as a module or a package with an
+        ``__init__.py`` is the only one searched for the rest; folders without one
+        (namespace packages) count only where neither a folder nor the standard library or
+        the installed packages has such a module."""
         parts = [p for p in module.split(".") if p]
+        namespaces = []
         for folder in folders:
-            found = self._walk(folder, parts)
-            if found is not None:
-                return found
-        return outside_target(parts[0])
+            top = self.child(folder, parts[0])
+            if top is None:
+                continue
+            if top.kind == PACKAGE and not self._regular(top.rel):
+                namespaces.append(folder)
+                continue
+            return self._walk(folder, parts)
+        outside = outside_target(parts[0])  # a regular package there wins over namespaces
+        if outside is not None:
+            return outside
+        return next((found for folder in namespaces
+                     for found in [self._walk(folder, parts)] if found is not None), None)
+
+    def _regular(self, package):
+        return package / "__init__.py" in self.modules \
+            or (self.root / package / "__init__.py").is_file()
 
     def _loose_scripts(self) -> set[PurePosixPath]:
         """Files that run as scripts without saying so: work at their top level (a call, a

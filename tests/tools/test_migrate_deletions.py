@@ -121,6 +121,18 @@ def test_a_computed_load_far_from_the_copy_keeps_nothing(tree, capsys):
     assert not (tree / COPY).exists()
 
 
+def test_an_expression_too_deep_to_read_loads_nothing_and_a_load_of_one_keeps_the_copy(
+        tree, capsys):
+    deep = " + ".join(["'a'"] * 2000)  # ast reads it; reading its value recursively cannot
+    migrated(capsys, tree, {"rfcn/deep.py": f"x = {deep}\n"})
+    assert not (tree / COPY).exists()
+    shutil.rmtree(tree)
+    shutil.copytree(FORK_TREE, tree)
+    status, lines = migrated(capsys, tree, {
+        "rfcn/deep.py": f"import imp\nimp.load_source({deep})\n"})
+    assert_kept_by(tree, status, lines, "rfcn/deep.py:2", "nested too deeply")
+
+
 def test_a_string_that_names_the_copy_in_code_keeps_it_and_a_docstring_does_not(tree, capsys):
     docstring = '"""Replaces rfcn/core/module.py and core.module."""\n# core/module.py\n'
     migrated(capsys, tree, {"rfcn/docs_only.py": docstring})

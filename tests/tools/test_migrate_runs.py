@@ -89,6 +89,22 @@ def test_a_module_two_scripts_reach_is_checked_under_each_and_names_the_one_that
     assert runs(root, "proj_a/train.py")[0] == 1 and runs(root, "proj_b/train.py")[0] == 0
 
 
+def test_a_package_earlier_on_the_path_hides_the_same_name_later_as_python_does(tmp_path,
+                                                                                capsys):
+    # _init_paths inserts lib/ before the script's folder: lib/utils is the utils package
+    root = sub_projects(tmp_path, **{
+        "lib/utils/__init__.py": "", "lib/utils/boxes.py": "",
+        "proj_b/utils/__init__.py": "", "proj_b/utils/own.py": "X = 3\n",
+        "proj_b/train.py": "import _init_paths\nfrom utils.own import X\n\n"
+                           "if __name__ == '__main__':\n    print(X)\n"})
+    found = [f for f in migrate.check_imports(root) if f.path == "proj_b/train.py"]
+    assert [(f.line, f.message) for f in found] == [(2, (
+        "'from utils.own import X' does not resolve when proj_b/train.py runs (sys.path: lib/, "
+        "proj_b/): the tree has it at proj_b/utils/own.py, but lib/utils comes first on that "
+        "sys.path and has no such module"))]
+    assert "No module named 'utils.own'" in runs(root, "proj_b/train.py")[1]
+
+
 def test_a_launcher_that_puts_the_sub_project_on_the_path_reaches_its_script(tmp_path, capsys):
     # experiments/proj_a/launch.py inserts ../../proj_a, then imports train: train's imports
     # resolve under the launcher's path too, and fail there as well
