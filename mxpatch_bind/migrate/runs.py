@@ -1,6 +1,8 @@
 """Private to ``migrate``: how each entry point of the tree runs, for the import check.
 
-An entry point is a script: a file with a module-level ``if __name__ == '__main__':``. Python
+An entry point is a script: a file with a module-level ``if __name__ == '__main__':``, or one
+that works at its top level and that nothing imports (:attr:`model.ImportModel.loose_scripts`).
+Python
 starts it with its own folder first on ``sys.path`` (a script with explicit relative imports
 and no path set-up of its own runs with ``python -m`` from the folder above its package: that
 folder). Then the script and what it imports run in order, and each ``sys.path.insert(0, X)``
@@ -69,7 +71,7 @@ def entry_runs(model) -> dict:
     statements = {rel: _statements(tree) for rel, tree in model.trees.items()}
     runs = {}
     for rel, tree in sorted(model.trees.items()):
-        if runs_as_main(tree):
+        if runs_as_main(tree) or rel in model.loose_scripts:
             runs[rel] = _Simulation(model, statements, rel, tree).run()
     return runs
 

@@ -76,6 +76,16 @@ def test_the_same_import_its_own_sub_project_satisfies_is_no_finding(tmp_path, c
     assert runs(root, "proj_a/train.py") == (0, "2\n")
 
 
+def test_a_script_without_a_main_guard_is_an_entry_point_too(tmp_path, capsys):
+    root = sub_projects(tmp_path, **{"proj_a/train.py": "import _init_paths\n"
+                                                        "from core.helper import twice\n"
+                                                        "print(twice(1))\n"})
+    [found] = migrate.check_imports(root)
+    assert (found.path, found.line) == ("proj_a/train.py", 2)
+    assert "when proj_a/train.py runs (sys.path: lib/, proj_a/)" in found.message
+    assert runs(root, "proj_a/train.py")[0] == 1
+
+
 def test_a_module_two_scripts_reach_is_checked_under_each_and_names_the_one_that_fails(
         tmp_path, capsys):
     root = sub_projects(tmp_path, **{
