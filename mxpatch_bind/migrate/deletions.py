@@ -119,6 +119,7 @@ def _loads_uses(scan, rel, loads, words="", note="", line=None):
 
 
 def _targets(scan, rel, load) -> set:
+    """The copies ``load`` (found in ``rel``) may load."""
     found = set()
     for level, module in load.names:
         target = scan.resolve(rel, module, level)
@@ -136,6 +137,7 @@ def _targets(scan, rel, load) -> set:
 
 
 def _by_path(scan, rel, value) -> set:
+    """The copies a path found in ``rel`` may name (see the module's documentation)."""
     text = posixpath.normpath(value.text) if value.text else ""
     if value.anchor == ABSOLUTE:
         root = str(scan.root.resolve())
