@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from .model import EXTENSION, ImportModel, call_name
+from .model import EXTENSION, ImportModel
 
 # The package to install for the import names the family uses whose distribution is named
 # otherwise (the others: pip install NAME).
@@ -20,7 +20,6 @@ _DISTRIBUTIONS = {"cv2": "opencv-python", "yaml": "PyYAML", "PIL": "Pillow",
                   "skimage": "scikit-image", "sklearn": "scikit-learn",
                   "Cython": "Cython", "easydict": "easydict", "mxnet": "mxnet"}
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
-_DYNAMIC = {"import_module", "__import__"}
 
 
 @dataclass(frozen=True)
@@ -76,19 +75,6 @@ def modules_named(imported: Imported) -> list[str]:
     return named + [prefix + name for name in imported.names if name != "*"]
 
 
-def dynamic_imports(tree: ast.Module) -> list[tuple[int, str | None]]:
-    """``(line, name)`` for each ``importlib.import_module(...)`` / ``__import__(...)``:
-    ``name`` the literal string, None where it is computed."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and call_name(node.func) in _DYNAMIC and node.args:
-            first = node.args[0]
-            literal = first.value if isinstance(first, ast.Constant) \
-                and isinstance(first.value, str) else None
-            found.append((node.lineno, literal))
-    return found
-
-
 def unresolved(model: ImportModel, rel, tree: ast.Module) -> list[tuple[int, str]]:
     """``(line, message)`` for each import of ``rel`` that nothing provides.
 
@@ -96,16 +82,56 @@ def unresolved(model: ImportModel, rel, tree: ast.Module) -> list[tuple[int, str
     them explicit (the scan reports the file as Python 2 until then).
     """
     local = model.local_names(rel)
+    runs = [run for run in model.runs.values() if run.known and rel in run.reached]
     problems = []
     for imported in statements(tree):
         if imported.optional or imported.module == "mxpatch_bind.compat":
             continue
         if not imported.level and imported.module.split(".")[0] in local:
             continue
-        problem = _problem(model, rel, imported)
-        if problem:
-            problems.append((imported.line, f"'{imported.spelled()}' does not resolve: {problem}"))
+        if runs and not imported.level:
+            message = _in_runs(model, rel, imported, runs)
+        else:
+            problem = _problem(model, rel, imported)
+            message = f"'{imported.spelled()}' does not resolve: {problem}" if problem else None
+        if message:
+            problems.append((imported.line, message))
     return problems
+
+
+def _in_runs(model, rel, imported, runs):
+    """The message for an absolute import of a module that entry points reach: it must
+    resolve with each one's sys.path (:mod:`runs`); None where it does."""
+    failing = [run for run in runs if model.resolve_in(run.folders, imported.module) is None]
+    if not failing:
+        return None
+    problem = _problem(model, rel, imported)
+    if problem is not None and len(failing) == len(runs):
+        return f"'{imported.spelled()}' does not resolve: {problem}"  # wherever it runs
+    names = [str(run.entry) for run in failing]
+    who = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    whose = "" if len(failing) == 1 else f" of {names[0]}"
+    why = f": {problem}" if problem else _elsewhere(model, rel, imported.module, failing[0])
+    return (f"'{imported.spelled()}' does not resolve when {who} run{'s' * (len(failing) == 1)}"
+            f" (sys.path{whose}: {failing[0].spelled_path()}){why}")
+
+
+def _elsewhere(model, rel, module, run):
+    """Where the tree-wide path finds ``module``, and why ``run`` does not: the folder it
+    needs is not on its path, or another folder's package of that name comes first."""
+    target = model.resolve(rel, module, 0)
+    if target is None or target.rel is None:
+        return ""
+    folder = target.rel
+    for _ in module.split("."):
+        folder = folder.parent
+    top = module.split(".")[0]
+    if folder in run.folders:
+        first = next(f for f in run.folders if model.child(f, top) is not None)
+        return (f": the tree has it at {target.rel}, but {first / top} comes first on that "
+                "sys.path and has no such module")
+    return (f": the tree has it at {target.rel}, found only with {folder}/ on sys.path, "
+            "which that run does not put there")
 
 
 def _problem(model, rel, imported):

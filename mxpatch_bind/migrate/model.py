@@ -19,6 +19,7 @@ library, an installed package, or nothing.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import os
 import sys
@@ -63,6 +64,9 @@ class ImportModel:
         # imports, as a namespace package
         self.dirs = {parent for rel in self.modules for parent in rel.parents}
         self.extensions = _extensions(self.root)
+        self._children: dict = {}
+        # {file: [(line, folder relative to the root, put first?)]}: its sys.path additions
+        self.added = {rel: self._tree_folders(tree, rel) for rel, tree in self.trees.items()}
         self.roots = self._roots()
         self.loose_scripts = self._loose_scripts()
 
@@ -70,20 +74,74 @@ class ImportModel:
     def _roots(self) -> set[PurePosixPath]:
         roots = set()
         for rel, tree in self.trees.items():
-            if runs_as_main(tree) and (not has_relative_import(tree) or _sets_up_paths(tree)):
+            if runs_as_main(tree) and (not has_relative_import(tree) or sets_up_paths(tree)):
                 roots.add(rel.parent)  # a script: its folder is first on sys.path
             elif runs_as_main(tree):  # run with -m: the folder above its package is
                 top = rel.parent
                 while top in self.dirs_with_init and top != PurePosixPath("."):
                     top = top.parent
                 roots.add(top)
-            for added in _added_paths(tree, self.root / rel):
-                try:
-                    roots.add(PurePosixPath(Path(os.path.normpath(added)).relative_to(
-                        self.root.resolve()).as_posix()))
-                except ValueError:
-                    continue  # a folder outside the tree: not ours to model
+            roots |= {folder for _, folder, _, _ in self.added[rel] if folder is not None}
         return roots
+
+    def _tree_folders(self, tree, rel):
+        """``(line, folder, first, under)`` for each folder of the tree ``rel`` puts on
+        sys.path (``folder`` None: one computed at run time, below ``under`` where that is
+        known; ``under`` None where it may be anywhere in the tree)."""
+        found = []
+        for line, added, first, prefix in path_additions(tree, self.root / rel):
+            folder = self._in_tree(added)
+            if added is None:
+                under = self._in_tree(prefix) if prefix else None
+                outside = prefix is not None and under is None
+                found.append((line, None, first, "outside" if outside else under))
+            elif folder is not None:
+                found.append((line, folder, first, None))
+        return found  # a folder outside the tree is not ours to model
+
+    def _in_tree(self, path):
+        """``path`` relative to the root, or None where it is elsewhere."""
+        if path is None:
+            return None
+        try:
+            return PurePosixPath(Path(os.path.normpath(path)).relative_to(
+                self.root.resolve()).as_posix())
+        except ValueError:
+            return None
+
+    @functools.cached_property
+    def runs(self) -> dict:
+        """``{entry point: runs.Run}``: each script's own sys.path and the modules it reaches
+        (see :mod:`runs`)."""
+        from .runs import entry_runs
+
+        return entry_runs(self)
+
+    def resolve_in(self, folders, module: str) -> Target | None:
+        """What ``import module`` finds with ``folders`` as sys.path, or None. As Python
+        does: the first folder holding ``module``'s top name as a module or a package with an
+        ``__init__.py`` is the only one searched for the rest; folders without one
+        (namespace packages) count only where neither a folder nor the standard library or
+        the installed packages has such a module."""
+        parts = [p for p in module.split(".") if p]
+        namespaces = []
+        for folder in folders:
+            top = self.child(folder, parts[0])
+            if top is None:
+                continue
+            if top.kind == PACKAGE and not self._regular(top.rel):
+                namespaces.append(folder)
+                continue
+            return self._walk(folder, parts)
+        outside = outside_target(parts[0])  # a regular package there wins over namespaces
+        if outside is not None:
+            return outside
+        return next((found for folder in namespaces
+                     for found in [self._walk(folder, parts)] if found is not None), None)
+
+    def _regular(self, package):
+        return package / "__init__.py" in self.modules \
+            or (self.root / package / "__init__.py").is_file()
 
     def _loose_scripts(self) -> set[PurePosixPath]:
         """Files that run as scripts without saying so: work at their top level (a call, a
@@ -172,6 +230,12 @@ class ImportModel:
     # ------------------------------------------------------------------ lookups
     def child(self, directory: PurePosixPath, name: str) -> Target | None:
         """``name`` as a module in ``directory``: a .py file, a package, or an extension."""
+        key = (directory, name)
+        if key not in self._children:
+            self._children[key] = self._child(directory, name)
+        return self._children[key]
+
+    def _child(self, directory, name):
         if directory / name / "__init__.py" in self.modules:
             return Target(PACKAGE, directory / name)
         if directory / (name + ".py") in self.modules:
@@ -256,7 +320,7 @@ def has_relative_import(tree: ast.Module) -> bool:
     return any(isinstance(n, ast.ImportFrom) and n.level for n in ast.walk(tree))
 
 
-def _sets_up_paths(tree: ast.Module) -> bool:
+def sets_up_paths(tree: ast.Module) -> bool:
     """Whether the file sets ``sys.path`` up for itself (``import _init_paths``, or a
     ``sys.path`` call of its own): a script run by its path, even where a port made its
     imports relative."""
@@ -335,10 +399,21 @@ def call_name(func):
 
 
 # ---------------------------------------------------------------------- sys.path edits
-def _added_paths(tree: ast.Module, path: Path) -> list[str]:
-    """The folders a file puts on ``sys.path`` (``sys.path.insert(0, X)``,
-    ``sys.path.append(X)``, or a function of its own that does it with its argument), where
-    ``X`` is built from ``__file__``, string constants and ``os.path`` calls."""
+def path_additions(tree: ast.Module, path: Path) -> list[tuple]:
+    """``(line, folder, first, prefix)`` for each folder a file puts on ``sys.path`` at its top
+    level (``sys.path.insert(0, X)``: first; ``sys.path.append(X)``; or a function of its own
+    that does either with its argument), where ``X`` is built from ``__file__``, string
+    constants and ``os.path`` calls. Where it is built otherwise ``folder`` is None and
+    ``prefix`` what is known of its start (``os.path.join(here, '../external/mxnet',
+    config.MXNET_VERSION)``: ``here/../external/mxnet``), or None.
+
+    Examples
+    --------
+    >>> tree = ast.parse("import sys\\nsys.path.insert(0, '/repo/lib')\\n"
+    ...                  "sys.path.append(os.path.join('/repo/ext', version))\\n")
+    >>> path_additions(tree, Path("/repo/tools/a.py"))
+    [(2, '/repo/lib', True, None), (3, None, False, '/repo/ext')]
+    """
     values = {"__file__": str(path.resolve())}
     adders = _path_adders(tree)
     added = []
@@ -351,9 +426,9 @@ def _added_paths(tree: ast.Module, path: Path) -> list[str]:
         for call in _calls_in(node):
             argument = _path_argument(call, adders)
             if argument is not None:
-                value = _evaluate(argument, values)
-                if value is not None:
-                    added.append(value)
+                value = _evaluate(argument[0], values)
+                prefix = _known_start(argument[0], values) if value is None else None
+                added.append((node.lineno, value, argument[1], prefix))
     return added
 
 
@@ -369,28 +444,47 @@ def _is_sys_path(node):
 
 
 def _path_argument(call, adders):
+    """``(node, first)``: the folder a call puts on sys.path and whether it goes first
+    (``insert(0, ...)``), or None."""
     func = call.func
     if isinstance(func, ast.Attribute) and _is_sys_path(func.value):
         if func.attr == "insert" and len(call.args) == 2:
-            return call.args[1]
+            first = isinstance(call.args[0], ast.Constant) and call.args[0].value == 0
+            return call.args[1], first
         if func.attr == "append" and len(call.args) == 1:
-            return call.args[0]
-    if isinstance(func, ast.Name) and func.id in adders and call.args:
-        return call.args[adders[func.id]]
+            return call.args[0], False
+    if isinstance(func, ast.Name) and func.id in adders and len(call.args) > adders[func.id][0]:
+        return call.args[adders[func.id][0]], adders[func.id][1]
     return None
 
 
 def _path_adders(tree):
-    """``{function name: index of the argument it puts on sys.path}`` for the file's own."""
+    """``{function name: (index of the argument it puts on sys.path, first?)}`` for the
+    file's own."""
     adders = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             params = [a.arg for a in node.args.args]
             for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
                 argument = _path_argument(call, {})
-                if isinstance(argument, ast.Name) and argument.id in params:
-                    adders[node.name] = params.index(argument.id)
+                if argument is not None and isinstance(argument[0], ast.Name) \
+                        and argument[0].id in params:
+                    adders[node.name] = (params.index(argument[0].id), argument[1])
     return adders
+
+
+def _known_start(node, values):
+    """The folder an ``os.path.join`` whose later parts are computed starts with, or None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "join"):
+        return None
+    known = []
+    for argument in node.args:
+        value = _evaluate(argument, values)
+        if value is None:
+            break
+        known.append(value)
+    return os.path.join(*known) if known and known[0].startswith("/") else None
 
 
 def _evaluate(node, values):

@@ -12,7 +12,7 @@ import ast
 import re
 from pathlib import PurePosixPath
 
-from . import fork, frozen, imports, native_findings, port_findings
+from . import deletions, fork, frozen, imports, native_findings, port_findings
 from . import port as py2
 from .checks import (
     CHECK,
@@ -27,13 +27,10 @@ from .files import FileProblem, lenient_text, read
 from .meanings import Meanings
 from .model import ImportModel
 
-DELETE = "delete"
 IO_ERROR = ("io-error",)  # the edit of a [check] that makes the exit status 2
 IMPORTS = ("imports",)  # the edit of an import check's [check]: redone after a write
+DELETE = deletions.DELETE  # the action of a copy --delete-vendored deletes
 _NEWLINE = re.compile(r"\r\n|\r|\n")
-# A last resort for a file that parses as neither Python 3 nor Python 2: its import lines.
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import\b"
-                          r"|import[ \t]+([\w.]+))", re.M)
 
 
 def split_lines(text: str) -> list[str]:
@@ -177,7 +174,7 @@ class Scan:
                 self.add(rel, 1, CHECK, f"cannot analyse: {type(error).__name__}; look at it by "
                                         "hand")
         self._frozen_findings()
-        self._plan_deletions()
+        deletions.plan(self)
         native_findings.operator_findings(self)
         native_findings.extension_findings(self)
         self.import_findings()
@@ -255,89 +252,3 @@ class Scan:
             if candidate in self.copies:
                 return candidate
         return None
-
-    # ----------------------------------------------------------------------- deletions
-    def _imports_of_copies(self):
-        """(importer, line, copy, rewrite key or None) for every import of a copy."""
-        rewrites = {(f.path, f.line): f.edit for f in self.out
-                    if f.action == "rewrite" and f.edit and f.edit[0] == "import"}
-        found = []
-        sources = [(rel, _tree_imports(p.tree)) for rel, p in self.files.items()]
-        sources += [(rel, _text_imports(text)) for rel, text in self.unparsed.items()]
-        for rel, named in sources:
-            for line, level, module in named:
-                target = self.resolve(rel, module, level)
-                if target is not None and target != rel:
-                    key = rewrites.get((str(rel), line))
-                    found.append((rel, line, target, key))
-        for rel, parsed in self.files.items():
-            for line, name in imports.dynamic_imports(parsed.tree):
-                if name is None:  # computed: it may load any copy near it
-                    found += [(rel, f"{line} (an import_module / __import__ of a computed "
-                                    "name)", copy, None) for copy in self.copies
-                              if copy != rel and _near(rel, copy)]
-        return found
-
-    def _plan_deletions(self):
-        imports = self._imports_of_copies()
-        deletable = {rel for rel, copy in self.copies.items() if copy.revision.covered}
-        blockers = {}
-        changed = True
-        while changed:  # a kept copy's own imports keep what it imports
-            changed = False
-            for importer, line, target, key in imports:
-                if target in deletable and importer not in deletable and key is None:
-                    deletable.discard(target)
-                    blockers.setdefault(target, []).append(f"{importer}:{line}")
-                    changed = True
-        for rel, copy in sorted(self.copies.items()):
-            self._copy_finding(rel, copy, rel in deletable, blockers.get(rel, []), imports)
-
-    def _copy_finding(self, rel, copy, deletable, blockers, imports):
-        what = f"vendored copy of the fork's {copy.kind}"
-        if not copy.revision.covered:
-            self.add(rel, 1, CHECK, f"{what}, modified: kept ({copy.summary()}); "
-                                    "mxpatch_bind.compat does not do this")
-        elif not deletable:
-            kept = sorted(set(blockers))
-            self.add(rel, 1, CHECK, f'{what}: kept, still imported by {", ".join(kept)} (imports '
-                                    'that --write cannot rewrite)')
-        else:
-            needs = tuple(sorted({(str(i), line) for i, line, target, key in imports
-                                  if target == rel and key is not None}))
-            self.add(rel, 1, DELETE, f"{what}: delete it (stock MXNet with mxpatch_bind replaces "
-                                     f"it){_revision_words(copy)}", edit=("delete",), needs=needs)
-
-
-def _near(importer, copy):
-    """Whether a computed import in ``importer`` may reach ``copy``: the importer lies in the
-    folder that holds the copy's package (``rfcn/`` for ``rfcn/core/module.py``)."""
-    holder = PurePosixPath(copy).parent.parent
-    return holder == PurePosixPath(".") or holder in PurePosixPath(importer).parents
-
-
-def _revision_words(copy):
-    if copy.revision.note:
-        return f"; {copy.revision.note}"
-    return ""
-
-
-def _tree_imports(tree):
-    """(line, level, dotted module) for every module an import of ``tree`` may load:
-    ``from a import b [as c]`` names ``a`` and ``a.b``; ``importlib.import_module('a.b')``
-    and ``__import__('a.b')`` name ``a.b``."""
-    out = [(found.line, found.level, module) for found in imports.statements(tree)
-           for module in imports.modules_named(found)]
-    out += [(line, 0, name) for line, name in imports.dynamic_imports(tree) if name]
-    return out
-
-
-def _text_imports(text):
-    out = []
-    for match in _IMPORT_LINE.finditer(text):
-        line = text.count("\n", 0, match.start()) + 1
-        if match.group(3):
-            out.append((line, 0, match.group(3)))
-        else:
-            out.append((line, len(match.group(1)), match.group(2)))
-    return out

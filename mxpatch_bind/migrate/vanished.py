@@ -116,7 +116,8 @@ def found(names: Names, text: Text, meaning: Meaning) -> list[Found]:
     A reference inside a ``try`` that catches its absence (``AttributeError``,
     ``ImportError`` or broader) is the code's own fallback, as the import check treats
     imports there."""
-    out, from_imports = [], {}
+    out: list[Found] = []
+    from_imports: dict[int, tuple[ast.ImportFrom, list]] = {}
     for node, dotted in references(names):
         gone = next((m for m in meaning.missing if dotted == m or dotted.startswith(m + ".")),
                     None)
