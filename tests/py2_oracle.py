@@ -296,3 +296,35 @@ def assert_python3_file_unchanged_in_meaning(outputs: Outputs, tmp_path: Path, m
                             python3=run(sys.executable, tmp_path / "python3", main, environment))
     problem = mismatch(both, reference=f"the unported {main} under Python 3")
     assert not problem, problem
+
+
+def assert_loud(tmp_path: Path, files: dict, error: str, main: str = "main.py",
+                **options) -> Outputs:
+    """For what the port cannot compute as Python 2 did: Python 2 ran cleanly, and the port
+    stops with ``error`` (its standard error names it) instead of printing something else.
+    Never silently wrong: loud, or the same."""
+    outputs = compare(tmp_path, files, main, **options)
+    assert outputs.python2.returncode == 0, (
+        f"the Python 2 program itself failed:\n{outputs.python2.stderr}")
+    assert outputs.python3.returncode != 0, (
+        "the port ran to the end where it was expected to stop with " + error + "\n"
+        + mismatch(outputs))
+    assert error in outputs.python3.stderr, outputs.python3.stderr
+    return outputs
+
+
+def checked(outputs: Outputs, path: str, line: int) -> list:
+    """The ``[check]`` findings migrate reported at ``path:line`` (the original's line)."""
+    return [f for f in outputs.findings if getattr(f, "action", None) == "check"
+            and f.path == path and f.line == line]
+
+
+def same_lines(outputs: Outputs, normalize) -> None:
+    """Python 2 ran cleanly and the port printed the same lines once each is ``normalize``-d
+    (for the differences docs/migration.rst lists as kept: Python 2's own arbitrary order,
+    its float ``str``, its print's soft space)."""
+    assert outputs.python2.returncode == 0, outputs.python2.stderr
+    assert outputs.python3.returncode == 0, mismatch(outputs)
+    two, three = (text.stdout.splitlines() for text in (outputs.python2, outputs.python3))
+    assert [normalize(line) for line in two] == [normalize(line) for line in three], \
+        mismatch(outputs)

@@ -17,6 +17,9 @@ ported to what Python 2 computed (a Python 2 file only; 2to3 leaves each of them
 - A class's ``__div__`` / ``__rdiv__`` / ``__idiv__``: Python 3's ``/`` calls
   ``__truediv__`` and the others; the class gets those names for the same methods.
 - ``file(...)`` was ``open(...)``; ``coerce`` is gone (a person decides).
+- A str given where Python 3 takes bytes (``hashlib.md5(name)``, ``base64.b64encode(s)``,
+  ``struct.pack('4s', s)``, ``zlib.compress(s)``): Python 2's str was bytes. A ``[check]``
+  (it fails loudly as it is; made bytes, what it returns would print otherwise).
 
 Where a call may be one of these but the name may also be something else (a star import, a
 rebinding), nothing is rewritten: a ``[check]``, marked in the port.
@@ -35,6 +38,15 @@ _EXACT_INSIDE_INT = {"math.floor", "math.ceil"}
 _GONE = {f"{BUILTINS}.coerce": "coerce() is gone"}
 # Python 2 builtins whose Python 3 namesake computes otherwise (or is gone): their helpers.
 _HELPERS = {f"{BUILTINS}.filter": "old_filter", f"{BUILTINS}.cmp": "old_cmp"}
+_HASHES = ("md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake2b", "blake2s",
+           "sha3_224", "sha3_256", "sha3_384", "sha3_512")
+# Calls that take bytes where Python 2 took its str: {dotted: the bytes argument's position}.
+_BYTES_ARGUMENTS = {**{f"hashlib.{h}": 0 for h in _HASHES}, "hashlib.new": 1,
+                    **{f"base64.{f}": 0 for f in ("b64encode", "standard_b64encode",
+                                                  "urlsafe_b64encode", "b32encode", "b16encode",
+                                                  "encodebytes", "encodestring")},
+                    "zlib.compress": 0, "zlib.crc32": 0, "zlib.adler32": 0,
+                    "binascii.hexlify": 0, "binascii.crc32": 0}
 _DIVISION_METHODS = {"__div__": "__truediv__", "__rdiv__": "__rtruediv__",
                      "__idiv__": "__itruediv__"}
 
@@ -46,7 +58,7 @@ def found(names: Names, text: Text) -> list[Found]:
         if isinstance(node, ast.Call):
             out += _rounding(names, text, node) + _cmp(names, text, node) \
                 + _map(names, text, node) + _file(names, text, node) \
-                + _helper(names, text, node)
+                + _helper(names, text, node) + _bytes_arguments(names, text, node)
         elif isinstance(node, ast.ClassDef):
             out += _division_methods(text, node)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
@@ -156,3 +168,41 @@ def _division_methods(text, cls):
 def _assigns(cls, name):
     return any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
                                                  for t in n.targets) for n in cls.body)
+
+
+def _bytes_arguments(names, text, call):
+    """A Python 2 str handed to a call that takes bytes on Python 3: a ``[check]``. Not even
+    a literal is made bytes: the call then returns bytes where Python 2 returned its str,
+    and what prints or joins it would differ without a word; as it is, it fails loudly."""
+    dotted = names.qualified(call.func) or ""
+    if dotted == "struct.pack" and call.args and _is_text(call.args[0]) \
+            and any(c in call.args[0].value for c in "sp"):
+        arguments = call.args[1:]
+    elif dotted in _BYTES_ARGUMENTS and len(call.args) > _BYTES_ARGUMENTS[dotted]:
+        arguments = [call.args[_BYTES_ARGUMENTS[dotted]]]
+    else:
+        return []
+    if all(_is_bytes(names, a) for a in arguments if not isinstance(a, ast.Constant)
+           or isinstance(a.value, (str, bytes))):
+        return []
+    return [check(call.lineno, "bytes", f"{dotted} takes bytes on Python 3, where Python 2 took "
+                  "its str: .encode() what is text here (and .decode() what it returns where "
+                  "text is meant)", python2_only=True)]
+
+
+def _is_text(node):
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _is_bytes(names, node, depth=0):
+    """Whether ``node`` is provably bytes: a bytes literal, ``x.encode(...)``, ``bytes(...)``,
+    or a name that provably holds one."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, bytes)
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "encode":
+            return True
+        return names.qualified(node.func) in (f"{BUILTINS}.bytes", f"{BUILTINS}.bytearray")
+    if isinstance(node, ast.Name) and depth < 20:
+        return _is_bytes(names, names.reaching(node), depth + 1)
+    return False
