@@ -83,7 +83,7 @@ OPEN = File()
 TRAIN = '''\
 import multiprocessing
 import time
-
+{before}
 import files
 from prefetcher import Prefetcher
 
@@ -123,10 +123,18 @@ STOP = ("from mxpatch_bind.threads import stop_threads_at_exit\n"
         "stop_threads_at_exit(loader.prefetcher, 'threads', flag='started', wake='data_taken')")
 
 
-def write_script(folder, stop=""):
+# A library imported after mxpatch_bind.threads whose exit hook takes the lock (h5py's takes
+# its lock to unregister its converters): it must run after the threads are stopped.
+LIBRARY_HOOK = """import atexit
+import mxpatch_bind.threads
+import files
+atexit.register(lambda: files.LOCK.acquire() and files.LOCK.release())"""
+
+
+def write_script(folder, stop="", before=""):
     (folder / "prefetcher.py").write_text(PREFETCHER)
     (folder / "files.py").write_text(FILES)
-    (folder / "train.py").write_text(TRAIN.format(stop=stop))
+    (folder / "train.py").write_text(TRAIN.format(stop=stop, before=before))
     return folder / "train.py"
 
 
@@ -163,6 +171,12 @@ def test_stopping_the_threads_at_exit_lets_the_same_script_exit(tmp_path):
     status, out, err = run_to_exit(write_script(tmp_path, STOP), wait_s=120)
     assert (status, out) == (0, "trained\n"), err
     assert "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_the_threads_are_stopped_before_an_exit_hook_registered_after_the_import(tmp_path):
+    status, out, err = run_to_exit(write_script(tmp_path, STOP, LIBRARY_HOOK), wait_s=120)
+    assert (status, out) == (0, "trained\n"), err
 
 
 @pytest.mark.slow
