@@ -32,7 +32,9 @@ __all__ = ["stop_threads", "stop_threads_at_exit"]
 DEFAULT_TIMEOUT = 60.0  # seconds a fetch in progress at exit may take to return
 _POLL = 0.05  # seconds between two set() of the wake-up events
 _log = logging.getLogger(__name__)
-_lock = threading.Lock()
+# Reentrant: a weak reference's callback (_forget) can run in a garbage collection that an
+# allocation inside a locked block starts, in the same thread.
+_lock = threading.RLock()
 _owners: dict[int, tuple[Any, tuple]] = {}  # id of the weak reference -> (it, stop arguments)
 
 
@@ -154,7 +156,7 @@ def stop_threads_at_exit(owner: Any, threads: str, flag: str, wake: str,
     reference = _reference(owner)
     arguments = (threads, flag, wake, stop_value, timeout)
     with _lock:
-        for key, (other, (other_threads, *_)) in list(_owners.items()):
+        for key, (other, (other_threads, *_)) in _owners.copy().items():
             if other() is owner and other_threads == threads:
                 del _owners[key]
         _owners[id(reference)] = (reference, arguments)
@@ -180,7 +182,7 @@ def _forget(reference):
 def _stop_all():
     """The exit hook: stop every registered owner still alive, newest first."""
     with _lock:
-        registered = list(_owners.values())
+        registered = list(_owners.copy().values())
     for reference, arguments in reversed(registered):
         owner = reference()
         if owner is None:
