@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from .._cli_types import Parser, UsageError, run_parsed
-from . import contexts, edits, extensions, files, operators, traps
+from . import contexts, daemon_threads, edits, extensions, files, operators, traps
 from . import port as py2
 from .checks import CHECK, COMPAT_MODULE, INSTALL_EXTRA, OK, PORT, REWRITE
 from .edits import parses_as_python3
@@ -279,6 +279,9 @@ def _edited(text, chosen, filename):
         if parses_as_python3(new):
             new = operators.use_compat(new)
             made.add(("compat-op",))
+    if any(f.edit[0] == "exit-threads" for f in chosen):
+        new, stops = daemon_threads.add_stops(new)
+        made |= {("exit-threads",)} if stops else set()
     if any(f.edit[0] == "pyx" for f in chosen):
         new = extensions.port_pyx(new)[0]
         made.add(("pyx",))

@@ -12,7 +12,7 @@ import ast
 import re
 from pathlib import PurePosixPath
 
-from . import deletions, fork, frozen, imports, native_findings, port_findings
+from . import daemon_threads, deletions, fork, frozen, imports, native_findings, port_findings
 from . import port as py2
 from .checks import (
     CHECK,
@@ -177,6 +177,7 @@ class Scan:
         deletions.plan(self)
         native_findings.operator_findings(self)
         native_findings.extension_findings(self)
+        daemon_threads.findings(self)
         self.import_findings()
         return sorted(self.out, key=lambda f: (f.path, f.line, f.action, f.message))
 

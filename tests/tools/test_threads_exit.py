@@ -1,0 +1,296 @@
+"""``mxpatch_bind.threads``: a class's daemon threads stopped before the interpreter exits.
+
+The scripts below are of the family's form, written here: a loader that fetches through a
+``multiprocessing.Pool`` while holding a module-wide lock (h5py's, which FCIS's
+``hickle.load`` holds), wrapped in a prefetching iterator whose daemon thread waits on
+``data_taken``, leaves its loop when ``started`` is false, and clears ``data_taken`` after
+each fetch. The script's last ``reset()`` starts a fetch that outlasts the script (it
+returns once the iterator is stopped), and an object torn down at interpreter exit takes the
+lock (as h5py's objects do). Frozen mid-fetch, the thread never releases the lock: the
+process hangs, every time. Stopped at exit, it exits.
+"""
+
+import doctest
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import weakref
+
+import pytest
+
+from mxpatch_bind import threads
+from mxpatch_bind.threads import stop_threads, stop_threads_at_exit
+
+PREFETCHER = '''\
+import threading
+
+
+class Prefetcher:
+    """One daemon thread fetching the next batch while the last one is used."""
+
+    def __init__(self, loader):
+        self.loader = loader
+        self.data_taken = [threading.Event()]
+        self.data_ready = [threading.Event()]
+        self.data_taken[0].set()
+        self.started = True
+        self.batch = [None]
+
+        def fetch(self, i):
+            while True:
+                self.data_taken[i].wait()
+                if not self.started:
+                    break
+                self.batch[i] = self.loader.next()
+                self.data_taken[i].clear()
+                self.data_ready[i].set()
+
+        self.threads = [threading.Thread(target=fetch, args=[self, i]) for i in range(1)]
+        for thread in self.threads:
+            thread.setDaemon(True)
+            thread.start()
+
+    def reset(self):
+        self.data_ready[0].wait()
+        self.data_ready[0].clear()
+        self.data_taken[0].set()
+'''
+
+FILES = '''\
+import threading
+
+LOCK = threading.Lock()  # h5py's lock: held while a file is read
+
+
+class File:
+    """An open file: closed at interpreter exit, under the lock, as h5py's objects are."""
+
+    def __init__(self):
+        self.lock = LOCK
+
+    def __del__(self):
+        with self.lock:
+            pass
+
+
+OPEN = File()
+'''
+
+TRAIN = '''\
+import multiprocessing
+import time
+{before}
+import files
+from prefetcher import Prefetcher
+
+FETCHING = files.threading.Event()
+
+
+def square(x):
+    return x * x
+
+
+class Loader:
+    def __init__(self):
+        self.pool = multiprocessing.Pool(2)
+        self.prefetcher, self.fetches = None, 0
+
+    def next(self):
+        with files.LOCK:
+            batch = self.pool.map(square, range(4))
+            self.fetches += 1
+            if self.fetches == 3:  # the one the last reset() starts: it outlasts the script
+                FETCHING.set()
+                while self.prefetcher.started:
+                    time.sleep(0.01)
+        return batch
+
+
+loader = Loader()
+loader.prefetcher = Prefetcher(loader)
+{stop}
+for epoch in range(2):  # fetch 1 at construction, one per reset()
+    loader.prefetcher.reset()
+FETCHING.wait()
+print("trained", flush=True)
+'''
+
+STOP = ("from mxpatch_bind.threads import stop_threads_at_exit\n"
+        "stop_threads_at_exit(loader.prefetcher, 'threads', flag='started', wake='data_taken')")
+
+
+# A library imported after mxpatch_bind.threads whose exit hook takes the lock (h5py's takes
+# its lock to unregister its converters): it must run after the threads are stopped.
+LIBRARY_HOOK = """import atexit
+import mxpatch_bind.threads
+import files
+atexit.register(lambda: files.LOCK.acquire() and files.LOCK.release())"""
+
+
+def write_script(folder, stop="", before=""):
+    (folder / "prefetcher.py").write_text(PREFETCHER)
+    (folder / "files.py").write_text(FILES)
+    (folder / "train.py").write_text(TRAIN.format(stop=stop, before=before))
+    return folder / "train.py"
+
+
+def run_to_exit(script, wait_s):
+    """(exit status or None if still running ``wait_s`` seconds after it printed "trained",
+    its output). It runs in its own session; what is left of it is killed, by group."""
+    process = subprocess.Popen([sys.executable, str(script)], cwd=script.parent,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        first = process.stdout.readline()  # "trained", or "" if it failed first
+        try:
+            status = process.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            status = None
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+    return status, first + out, err
+
+
+@pytest.mark.slow
+def test_the_family_form_hangs_at_exit_when_its_thread_is_left_fetching(tmp_path):
+    # the thread is frozen holding the lock the teardown takes: it can never exit, so any
+    # wait proves it
+    status, out, err = run_to_exit(write_script(tmp_path), wait_s=10)
+    assert out == "trained\n", err
+    assert status is None
+
+
+@pytest.mark.slow
+def test_stopping_the_threads_at_exit_lets_the_same_script_exit(tmp_path):
+    status, out, err = run_to_exit(write_script(tmp_path, STOP), wait_s=120)
+    assert (status, out) == (0, "trained\n"), err
+    assert "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_the_threads_are_stopped_before_an_exit_hook_registered_after_the_import(tmp_path):
+    status, out, err = run_to_exit(write_script(tmp_path, STOP, LIBRARY_HOOK), wait_s=120)
+    assert (status, out) == (0, "trained\n"), err
+
+
+@pytest.mark.slow
+def test_a_fetch_that_never_returns_is_named_and_the_exit_goes_on(tmp_path):
+    (tmp_path / "stuck.py").write_text(textwrap.dedent('''\
+        import threading
+        from mxpatch_bind.threads import stop_threads_at_exit
+
+        class Stuck:
+            def __init__(self):
+                self.started, self.wake, self.never = True, threading.Event(), threading.Event()
+                self.thread = threading.Thread(target=self.run, daemon=True, name="fetcher")
+                self.thread.start()
+
+            def run(self):
+                while self.started:
+                    self.wake.wait()
+                    self.never.wait()  # a fetch that never returns
+
+        stuck = Stuck()
+        stop_threads_at_exit(stuck, 'thread', flag='started', wake='wake', timeout=0.5)
+        print("done", flush=True)
+    '''))
+    status, out, err = run_to_exit(tmp_path / "stuck.py", wait_s=120)
+    assert (status, out) == (0, "done\n")
+    assert ("1 thread(s) of Stuck (fetcher) still running 0.5 s after Stuck.started = False: "
+            "the fetch they are in has not returned") in err
+
+
+@pytest.mark.slow
+def test_an_owner_deleted_before_the_exit_is_skipped(tmp_path):
+    (tmp_path / "gone.py").write_text(textwrap.dedent('''\
+        import gc, threading
+        from mxpatch_bind.threads import stop_threads_at_exit
+
+        class Idle:
+            def __init__(self):
+                self.started, self.wake, self.threads = True, threading.Event(), []
+
+        idle = Idle()
+        stop_threads_at_exit(idle, 'threads', flag='started', wake='wake')
+        del idle
+        gc.collect()
+        print("done", flush=True)
+    '''))
+    assert run_to_exit(tmp_path / "gone.py", wait_s=120) == (0, "done\n", "")
+
+
+class Fetcher:
+    """In-process: a loop of the family's form whose fetch waits on ``release``."""
+
+    def __init__(self, fetch_first=False):
+        self.started, self.data_taken = True, [threading.Event()]
+        self.release, self.fetching, self.fetches = threading.Event(), threading.Event(), 0
+        if not fetch_first:
+            self.release.set()
+        self.threads = [threading.Thread(target=self.loop, daemon=True)]
+        self.data_taken[0].set()
+        self.threads[0].start()
+
+    def loop(self):
+        while True:
+            self.data_taken[0].wait()
+            if not self.started:
+                break
+            self.fetching.set()
+            self.release.wait()
+            self.fetches += 1
+            self.data_taken[0].clear()  # after the fetch: a set() made during it is lost
+
+
+def test_stop_threads_ends_a_thread_that_clears_its_event_after_the_stop_was_asked():
+    fetcher = Fetcher(fetch_first=True)
+    fetcher.fetching.wait()
+    result = []
+    stopper = threading.Thread(target=lambda: result.append(
+        stop_threads(fetcher, "threads", flag="started", wake="data_taken", timeout=60)))
+    stopper.start()
+    while fetcher.started:  # the stop is asked while the fetch runs ...
+        time.sleep(0.001)
+    fetcher.release.set()  # ... then the fetch returns and clears data_taken
+    stopper.join()
+    assert result == [True]
+    assert not fetcher.threads[0].is_alive()
+    assert fetcher.fetches == 1
+
+
+def test_stop_threads_takes_a_single_thread_and_event_and_a_true_stop_value():
+    class Single:
+        def __init__(self):
+            self.stopped, self.wake = False, threading.Event()
+            self.worker = threading.Thread(target=self.run, daemon=True)
+            self.worker.start()
+
+        def run(self):
+            while True:
+                self.wake.wait()
+                if self.stopped:
+                    return
+                self.wake.clear()
+
+    single = Single()
+    assert stop_threads(single, "worker", flag="stopped", wake="wake", stop_value=True)
+    assert (single.stopped, single.worker.is_alive()) == (True, False)
+
+
+def test_stop_threads_at_exit_keeps_no_reference_to_its_owner():
+    fetcher = Fetcher()
+    stop_threads(fetcher, "threads", flag="started", wake="data_taken")
+    stop_threads_at_exit(fetcher, "threads", flag="started", wake="data_taken")
+    reference = weakref.ref(fetcher)
+    del fetcher
+    assert reference() is None
+
+
+def test_the_examples_in_the_docstrings_run():
+    assert doctest.testmod(threads).failed == 0
