@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from .fork import VENDORED_GROUP, dotted
+from .names import Names
 
 REWRITE, CHECK, OK = "rewrite", "check", "ok"
 PORT = "port"  # what --to-python3 does (the scan's findings: scanner, native_findings)
@@ -67,6 +68,7 @@ class FileChecks:
         self.prefetchers = set(PREFETCHING_ITERS)
         self.fork_objects = {}    # dotted name -> (class, vendored copy or None)
         self.import_keys = {}     # vendored copy -> key of the import rewritten from it
+        self.names = None         # names.Names of the tree, made when a construction asks
 
     def add(self, node, action, message, **extra):
         self.scan.add(self.rel, node.lineno, action, message, **extra)
@@ -137,9 +139,19 @@ class FileChecks:
                 self._attribute(node)
 
     def _fork_class(self, node):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            return self.fork_names.get(node.func.id)
+        """The drop-in class ``node`` constructs, by what its name means there (the import,
+        not a local that shadows it)."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in self.fork_names and self._imported(node.func):
+            return self.fork_names[node.func.id]
         return None
+
+    def _imported(self, name):
+        if self.names is None:
+            self.names = Names(self.tree)
+        scope = self.names.resolve(name)
+        return scope is not None and all(isinstance(b, (ast.Import, ast.ImportFrom))
+                                         for b in scope.bindings[name.id])
 
     def _call(self, node, assigned):
         origin = self._fork_class(node)

@@ -42,30 +42,23 @@ COMPAT_OPERATORS = {"ChannelOperator"}
 
 
 def calls(tree: ast.Module) -> list[tuple[int, str, str, str]]:
-    """``(line, namespace, name, spelled)`` for each call of an MXNet operator through
-    ``mx`` (whatever name the file binds ``mxnet`` to); ``namespace`` is ``'sym.contrib'``,
-    ``'nd.contrib'``, ``'sym'`` or ``'nd'``, ``spelled`` the call as written
+    """``(line, namespace, name, spelled)`` for each call of an MXNet operator, by what the
+    called name means (``import mxnet as mx``, ``from mxnet import sym``, ``from mxnet import
+    symbol as S``: every import form); ``namespace`` is ``'sym.contrib'``, ``'nd.contrib'``,
+    ``'sym'`` or ``'nd'``, ``spelled`` the call as written
     (``'mx.contrib.sym.ChannelOperator'``)."""
-    names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import)
-             for a in n.names if a.name == "mxnet"}
+    from .names import Names
+
+    names = Names(tree)
     found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            chain = _chain(node.func.value)
-            if chain and chain[0] in names and tuple(chain[1:]) in _SPELLINGS:
-                found.append((node.lineno, _SPELLINGS[tuple(chain[1:])], node.func.attr,
-                              ".".join([*chain, node.func.attr])))
+    for node in names.calls:
+        dotted = names.qualified(node.func) or ""
+        parts = tuple(dotted.split("."))
+        if isinstance(node.func, ast.Attribute) and parts[0] == "mxnet" \
+                and parts[1:-1] in _SPELLINGS:
+            found.append((node.lineno, _SPELLINGS[parts[1:-1]], parts[-1],
+                          ast.unparse(node.func)))
     return found
-
-
-def _chain(node):
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return [node.id, *reversed(parts)]
-    return None
 
 
 @functools.lru_cache(maxsize=1)

@@ -152,6 +152,19 @@ def test_the_copys_rule_is_written_where_it_is_not_compats_default(tmp_path, cap
     assert not (tmp_path / "proj" / "core" / "module.py").exists()
 
 
+def test_the_rule_is_written_only_into_constructions_of_the_imported_class(tmp_path, capsys):
+    # a parameter that shadows the imported name constructs whatever the caller passes
+    shadowed = TRAIN + textwrap.dedent("""\
+        def build(MutableModule):
+            return MutableModule(sym, fixed_param_prefix=config.network.FIXED_PARAMS)
+        """)
+    family_tree(tmp_path, module=copy_source(rule="name.startswith(prefix)"), train=shadowed)
+    run(capsys, tmp_path, "--write", "--delete-vendored")
+    train = (tmp_path / "proj" / "train_end2end.py").read_text()
+    assert train.count("fixed_param_rule='startswith'") == 1
+    assert "return MutableModule(sym, fixed_param_prefix=config.network.FIXED_PARAMS)\n" in train
+
+
 # Relation Networks' copy: fit calls each epoch_end_callback with -1 before training.
 FIT_FIRST = """\
         if epoch_end_callback is not None:

@@ -1,6 +1,7 @@
 """Operators the installed MXNet lacks: a ``[check]`` at each call, naming the repository's
 own C++ source where it has one (SNIPER's and FCIS's trees, in miniature, written here)."""
 
+import ast
 import pytest
 
 from mxpatch_bind.migrate import operators
@@ -131,3 +132,13 @@ def test_an_operator_in_an_unfetched_submodule_or_another_namespace_says_so(tmp_
         "and the tree has no C++ source for it; its git submodule SNIPER-mxnet is not checked "
         "out (git submodule update --init) and may hold it")
     assert status == 1
+
+
+def test_an_operator_is_found_through_every_import_form_of_mxnet():
+    from mxpatch_bind.migrate import operators
+    source = ("from mxnet import symbol as S\nimport mxnet.ndarray as F\n"
+              "a = S.contrib.ChannelOperator(x)\nb = F.Foo(y)\n"
+              "def f(S):\n    return S.contrib.ChannelOperator(x)\n")
+    assert [(line, namespace, name) for line, namespace, name, _ in
+            operators.calls(ast.parse(source))] == [(3, "sym.contrib", "ChannelOperator"),
+                                                    (4, "nd", "Foo")]
