@@ -23,9 +23,8 @@ import inspect
 import itertools
 import math
 import numbers
-from collections import namedtuple
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
@@ -226,8 +225,13 @@ def old_cmp(a: Any, b: Any) -> int:
     return (a > b) - (a < b)
 
 
-ArgSpec = namedtuple("ArgSpec", ["args", "varargs", "keywords", "defaults"])
-ArgSpec.__doc__ = "What Python 2's ``inspect.getargspec`` returned (:func:`getargspec`)."
+class ArgSpec(NamedTuple):
+    """What Python 2's ``inspect.getargspec`` returned (:func:`getargspec`)."""
+
+    args: list
+    varargs: Optional[str]
+    keywords: Optional[str]
+    defaults: Optional[tuple]
 
 
 def getargspec(function: Callable) -> ArgSpec:
