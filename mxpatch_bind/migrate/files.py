@@ -84,9 +84,16 @@ def walk(path: Path, suffixes: tuple = (".py",)) -> tuple[Path, list[Entry]]:
 def skipped_dir(parent: Path, name: str) -> bool:
     """Whether the walk leaves out ``parent / name``: hidden folders (``.git``), build output,
     and virtual environments (a folder holding ``pyvenv.cfg``, whatever its name: a Python 2
-    virtualenv inside the tree is not the repository's code)."""
-    return (name.startswith(".") or name in SKIPPED_DIRS
-            or (parent / name / "pyvenv.cfg").is_file())
+    virtualenv inside the tree is not the repository's code).
+
+    A folder whose ``pyvenv.cfg`` cannot even be looked at (its path is longer than PATH_MAX)
+    is not skipped: the walk then fails to list it and says so in one ``[check]``."""
+    if name.startswith(".") or name in SKIPPED_DIRS:
+        return True
+    try:
+        return (parent / name / "pyvenv.cfg").is_file()
+    except OSError:  # ENAMETOOLONG: pathlib's is_file raises it
+        return False
 
 
 def _entry(root, path, root_real):
@@ -183,7 +190,8 @@ def write_atomically(path: Path, data: bytes) -> None:
     temporary = None
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".",
+        # a short prefix: the temporary's name must fit NAME_MAX where the file's just does
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:64]}.",
                                              suffix=".migrate-tmp")
         with os.fdopen(handle, "wb") as out:
             out.write(data)
