@@ -37,6 +37,7 @@ class Entry:
     path: Path
     problem: str | None = None   # why it cannot be read at all (then nothing else is done)
     read_only: str | None = None  # why it must not be written (a link leaving PATH)
+    planned: bytes | None = None  # the content the run's planned writes give it
 
 
 @dataclass(frozen=True)
@@ -137,19 +138,48 @@ def _kind(mode):
     return f"mode {mode:o}"
 
 
-def read(path: Path) -> Source:
-    """The file decoded as Python decodes a source file.
+def read(path: Path, planned: bytes | None = None) -> Source:
+    """The file decoded as Python decodes a source file; ``planned``: the content a planned
+    write gives it, read instead of the disk's.
 
     Raises
     ------
     FileProblem
         Unreadable (``io_error``) or not decodable in its declared encoding.
     """
+    return decode(read_bytes(path) if planned is None else planned)
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes.
+
+    Raises
+    ------
+    FileProblem
+        Unreadable (``io_error``).
+    """
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as error:
         raise FileProblem(f"cannot read: {error.strerror or error}", io_error=True) from None
-    return decode(data)
+
+
+def content(path: Path) -> tuple[bytes, int]:
+    """(its bytes, or a symbolic link's target; its ``st_mode``): what a patch deleting
+    ``path`` removes.
+
+    Raises
+    ------
+    FileProblem
+        Unreadable (``io_error``).
+    """
+    try:
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            return os.fsencode(os.readlink(path)), mode
+    except OSError as error:
+        raise FileProblem(f"cannot read: {error.strerror or error}", io_error=True) from None
+    return read_bytes(path), mode
 
 
 def decode(data: bytes) -> Source:

@@ -111,6 +111,16 @@ def test_the_diff_into_a_closed_pipe_ends_quietly_with_pips_status(tree, bufferi
     assert status == CLOSED_PIPE_STATUS
 
 
+def test_a_write_whose_report_nobody_can_read_writes_nothing(tree, buffering):
+    # The report comes before the writes; when it cannot be delivered, the run ends there,
+    # as a program killed by SIGPIPE would.
+    before = _snapshot(tree)
+    status, stderr = _into_a_closed_pipe(MIGRATE["python -m mxpatch_bind migrate"] + [
+        str(tree), "--write", "--delete-vendored"], buffering)
+    assert (status, stderr) == (CLOSED_PIPE_STATUS, "")
+    assert _snapshot(tree) == before
+
+
 @pytest.mark.parametrize("argv", HELP_AND_VERSION)
 def test_help_and_version_into_a_closed_pipe_print_no_traceback(argv, buffering):
     # argparse itself ignores an OSError while printing help: status 0, as pip's --help,
