@@ -122,7 +122,7 @@ def apply(path: str | os.PathLike, findings: list[Finding], *, write: bool = Fal
     file is written atomically (a temporary file beside it, flushed, renamed over it, its
     mode kept); a file that cannot be edited or written stays exactly as it was and becomes
     one ``'check'``, and the others go on. A vendored copy is deleted only once every import
-    of it has been rewritten, and that rewrite written.
+    of it has been rewritten, and none is deleted after a failed write.
 
     Parameters
     ----------

@@ -5,8 +5,8 @@ and marks the findings as they will be (``'rewritten'``, ``'ported'``, ``'delete
 that the report, the import check of the tree as it will be (:meth:`Plan.planned`) and
 ``--diff``'s patch (:meth:`Plan.patch`) all come before the first write;
 :meth:`Plan.commit` then makes them, each file atomically, and hands back the findings whose
-write failed. A vendored copy is deleted only once every rewrite of an import of it was
-written.
+write failed. A vendored copy is deleted only once every rewrite of an import of it is
+planned, and only when every write was made.
 """
 
 from __future__ import annotations
@@ -75,24 +75,27 @@ class Plan:
             yield rel, file_patch(rel, deletion.old, None, deletion.mode)
 
     def commit(self) -> list[tuple]:
-        """Make the writes, then the deletions they allow; returns ``(finding as planned,
-        finding as it ended)`` for each finding a failure turned into a ``'check'``."""
-        changed = []
-        for write in (self.writes[rel] for rel in sorted(self.writes)):
+        """Make the writes, then the deletions; returns ``(finding as planned, finding as it
+        ended)`` for each finding a failure turned into a ``'check'``.
+
+        After a failed write no copy is deleted: the file not written may import one, and a
+        copy kept for it keeps what it imports (the deletions were planned for a tree with
+        every write made)."""
+        changed, unwritten = [], []
+        for rel in sorted(self.writes):
+            write = self.writes[rel]
             try:
                 files.write_atomically(write.path, write.new)
             except files.FileProblem as problem:
-                for index in write.carries:
-                    finding = self.findings[index]
-                    self.done.discard((finding.path, finding.line))
-                    changed.append(self._failed(index, IO_ERROR, str(problem)))
+                unwritten.append(rel)
+                changed += [self._failed(index, IO_ERROR, str(problem))
+                            for index in write.carries]
         for deletion in self.deletions.values():
-            unwritten = [f"{rel}:{line}" for rel, line in self.findings[deletion.carries].needs
-                         if (rel, line) not in self.done]
             try:
                 if unwritten:
-                    raise files.FileProblem(f"not deleted: the rewrite of {', '.join(unwritten)} "
-                                            "was not written")
+                    more = f" and {len(unwritten) - 3} more" if len(unwritten) > 3 else ""
+                    raise files.FileProblem(f"not deleted: the write of "
+                                            f"{', '.join(unwritten[:3])}{more} failed")
                 files.delete(deletion.path)
             except files.FileProblem as problem:
                 changed.append(self._failed(deletion.carries, IO_ERROR if problem.io_error

@@ -125,6 +125,30 @@ def test_a_write_that_fails_leaves_the_file_as_it_was_and_the_walk_goes_on(root,
     assert status == 2
 
 
+def test_after_a_failed_write_no_copy_is_deleted(root, capsys, monkeypatch):
+    script = root / "train.py"
+    script.write_bytes(OLD + b"\n")
+
+    def full_disk(path, data):
+        raise _migrate_files.FileProblem("write failed, the file is unchanged: No space left "
+                                         "on device", io_error=True)
+
+    monkeypatch.setattr(_migrate_files, "write_atomically", full_disk)
+    status, lines, _ = run(capsys, root, "--write", "--delete-vendored")
+    assert script.read_bytes() == OLD + b"\n"
+    # the copy train.py still imports, and the executor group that copy imports
+    assert sorted(p.name for p in (root / "core").iterdir()) == [
+        "DataParallelExecutorGroup.py", "module.py"]
+    # after the report (which planned the deletions), one line each
+    assert lines[-4].startswith("migrate: ") and "2 deleted" in lines[-4]
+    assert [line.split(" [")[0] for line in lines[-3:]] == [
+        "core/DataParallelExecutorGroup.py:1:", "core/module.py:1:", "train.py:1:"]
+    assert all(line.endswith("; not deleted: the write of train.py failed")
+               for line in lines[-3:-1])
+    assert lines[-1].startswith("train.py:1: [check] imports MutableModule")
+    assert status == 2
+
+
 def test_diff_shows_the_change_and_writes_nothing(root, capsys):
     script = root / "train.py"
     script.write_bytes(OLD + b"\n")
