@@ -35,9 +35,9 @@ def console() -> Iterator[None]:
     """Where a command-line entry runs: unencodable characters escaped, a closed pipe quiet.
 
     :func:`run_parsed` runs every command in it, so every entry point (``mxpatch-bind``,
-    ``python -m mxpatch_bind``, ``python -m mxpatch_bind.migrate``, ``python -m
-    mxpatch_bind.launch``, ``python -m benchmarks``) treats the streams one way; nested uses
-    are harmless.
+    ``python -m mxpatch_bind`` and its subcommands, ``python -m mxpatch_bind.migrate``,
+    ``python -m mxpatch_bind.launch``, ``python -m mxpatch_bind.demo``) treats the streams
+    one way; nested uses are harmless.
 
     * A standard stream that is closed (``>&-``, ``2>&-``: Python gives ``None``) becomes
       ``os.devnull``, on its own descriptor when that is free, so that output is discarded
