@@ -112,7 +112,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     prog = _prog()
-    with console():  # the one place the streams are set up: every subcommand runs inside
+    with console():  # as run_parsed does: for the parser's own errors too
         try:
             parser = build_parser(prog)
         except ModuleNotFoundError as error:

@@ -10,7 +10,8 @@ ends with the fix.
 
 The streams, as pip and ruff treat them: output piped into a reader that stops early
 (``mxpatch-bind migrate TREE | head -1``) ends the command quietly with status 1, no
-traceback; a file name the output encoding cannot show (``PYTHONIOENCODING=ascii``) is
+traceback, whatever the buffering; a closed stdout or stderr (``>&-``) discards what would
+go there; a file name the output encoding cannot show (``PYTHONIOENCODING=ascii``) is
 printed escaped (``\\xe9``), not a ``UnicodeEncodeError`` halfway through.
 """
 
@@ -20,11 +21,11 @@ import math
 import os
 import re
 import sys
-from typing import Callable, Iterator, NoReturn, Optional, Sequence
+from typing import Callable, Iterator, NoReturn, Optional, Sequence, TextIO
 
 __all__ = ["Parser", "UsageError", "run_parsed", "report_error", "plain", "description",
            "positive_int", "nonneg_int", "fraction", "positive_float", "nonneg_float",
-           "console", "CLOSED_PIPE_STATUS"]
+           "console", "discard_output", "CLOSED_PIPE_STATUS"]
 
 CLOSED_PIPE_STATUS = 1  # pip's status when its reader went away
 
@@ -33,12 +34,24 @@ CLOSED_PIPE_STATUS = 1  # pip's status when its reader went away
 def console() -> Iterator[None]:
     """Where a command-line entry runs: unencodable characters escaped, a closed pipe quiet.
 
-    Sets ``errors='backslashreplace'`` on ``sys.stdout`` and ``sys.stderr`` (once: a stream
-    that already escapes is left alone). On ``BrokenPipeError`` (the reader of stdout went
-    away) it points stdout's file descriptor at ``os.devnull``, as the Python documentation
-    recommends, so that the interpreter's last flush does not fail again, and exits with
-    :data:`CLOSED_PIPE_STATUS` without a traceback. Output still buffered is flushed on the
-    way out, inside the guard, so the pipe breaks here rather than at interpreter exit.
+    :func:`run_parsed` runs every command in it, so every entry point (``mxpatch-bind``,
+    ``python -m mxpatch_bind`` and its subcommands, ``python -m mxpatch_bind.migrate``,
+    ``python -m mxpatch_bind.launch``, ``python -m mxpatch_bind.demo``) treats the streams
+    one way; nested uses are harmless.
+
+    * A standard stream that is closed (``>&-``, ``2>&-``: Python gives ``None``) becomes
+      ``os.devnull``, on its own descriptor when that is free, so that output is discarded
+      and nothing the command opens (a file it writes) can take descriptor 1 or 2.
+    * ``errors='backslashreplace'`` on ``sys.stdout`` and ``sys.stderr`` (once: a stream that
+      already escapes is left alone).
+    * A ``BrokenPipeError`` (the reader of the output went away: ``| head -1``) ends the
+      command quietly with :data:`CLOSED_PIPE_STATUS`; output still buffered is flushed on the
+      way out, inside the guard, so that the pipe breaks here and not at interpreter exit
+      (which would print ``Exception ignored ...`` and exit 120). A stream whose pipe broke is
+      pointed at ``os.devnull``, as the Python documentation recommends. An exit already under
+      way keeps its status: ``--help`` printed into a closed pipe exits 0 whether the pipe
+      broke while argparse wrote (which argparse ignores) or at the last flush (which
+      depends on the buffering, ``PYTHONUNBUFFERED``).
 
     Examples
     --------
@@ -46,6 +59,7 @@ def console() -> Iterator[None]:
     ...     print("r\u00e9sum\u00e9")
     résumé
     """
+    _open_closed_streams()
     for stream in (sys.stdout, sys.stderr):
         if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
@@ -54,14 +68,58 @@ def console() -> Iterator[None]:
             yield
         finally:
             sys.stdout.flush()
-    except BrokenPipeError:
-        _stdout_to_devnull()
-        raise SystemExit(CLOSED_PIPE_STATUS) from None
+            sys.stderr.flush()
+    except BrokenPipeError as error:
+        _broken_streams_to_devnull()
+        exiting = error.__context__
+        raise SystemExit(exiting.code if isinstance(exiting, SystemExit)
+                         else CLOSED_PIPE_STATUS) from None
 
 
-def _stdout_to_devnull() -> None:
+def _open_closed_streams() -> None:
+    for name, fileno in (("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(_devnull_at(fileno), "w", errors="backslashreplace"))
+
+
+def _devnull_at(fileno: int) -> int:
+    """A descriptor open on ``os.devnull``: ``fileno`` itself when nothing holds it."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    if devnull != fileno and not _is_open(fileno):
+        os.dup2(devnull, fileno)
+        os.close(devnull)
+        return fileno
+    return devnull
+
+
+def _is_open(fileno: int) -> bool:
     try:
-        fileno = sys.stdout.fileno()
+        os.fstat(fileno)
+    except OSError:
+        return False
+    return True
+
+
+def _broken_streams_to_devnull() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            discard_output(stream)
+
+
+def discard_output(stream: TextIO) -> None:
+    """Point ``stream``'s descriptor at ``os.devnull``, once its reader went away: what it
+    still buffers, and whatever is written or flushed to it later (at interpreter exit too),
+    goes nowhere instead of failing again.
+
+    Examples
+    --------
+    >>> import io
+    >>> discard_output(io.StringIO())  # not a file: nothing to do
+    """
+    try:
+        fileno = stream.fileno()
     except (AttributeError, OSError, ValueError):
         return  # not a file (a test's capture): nothing is flushed to a descriptor at exit
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -103,7 +161,8 @@ def run_parsed(parser: argparse.ArgumentParser, argv: Optional[Sequence[str]] = 
 
     The command is ``run``, or the ``run`` a subparser put in the namespace with
     ``set_defaults(run=..., parser=subparser)``; errors are reported under that subparser's
-    program name, which the command also finds in ``args.prog``. A :class:`UsageError` is a
+    program name, which the command also finds in ``args.prog``. It runs inside
+    :func:`console` (closed streams, a reader that went away). A :class:`UsageError` is a
     usage error (exit status 2); a broken MXNet environment
     (:class:`~mxpatch_bind._mxnet_env.MXNetEnvironmentError`) prints
     ``PROG: error: ...; fix: ...`` and returns 1.
@@ -121,19 +180,20 @@ def run_parsed(parser: argparse.ArgumentParser, argv: Optional[Sequence[str]] = 
     0
     """
     from ._mxnet_env import MXNetEnvironmentError
-    args, unknown = parser.parse_known_args(argv)
-    owner: argparse.ArgumentParser = getattr(args, "parser", parser)
-    if unknown:  # named by the command they were given to, not by the top-level parser
-        owner.error(f'unrecognized arguments: {" ".join(unknown)}')
-    args.prog = owner.prog
-    command = run if run is not None else args.run
-    try:
-        return int(command(args))
-    except UsageError as error:
-        owner.error(str(error))
-    except MXNetEnvironmentError as error:
-        report_error(owner.prog, str(error))
-        return 1
+    with console():
+        args, unknown = parser.parse_known_args(argv)
+        owner: argparse.ArgumentParser = getattr(args, "parser", parser)
+        if unknown:  # named by the command they were given to, not by the top-level parser
+            owner.error(f'unrecognized arguments: {" ".join(unknown)}')
+        args.prog = owner.prog
+        command = run if run is not None else args.run
+        try:
+            return int(command(args))
+        except UsageError as error:
+            owner.error(str(error))
+        except MXNetEnvironmentError as error:
+            report_error(owner.prog, str(error))
+            return 1
 
 
 def report_error(prog: str, message: str) -> None:

@@ -32,6 +32,7 @@ with a prefix: ``[scheduler] ``, ``[server 0] ``, ``[worker 1] ``.
 Exit status: 0 when every worker exited 0; the failing process's exit code
 (128 + N when killed by signal N); 124 when the timeout expired; 128 + N when
 the launcher received signal N; 126 or 127 when a command could not be started;
+1, quietly, when the reader of its output went away (``| head -1``: the job is stopped);
 2 for a bad command line. The first of these events decides; a signal that
 arrives while the job is being stopped only makes the stop immediate.
 """
@@ -109,6 +110,8 @@ def _supervise(nodes, workers, timeout, grace, output, signals):
             return _wait_for_ps_nodes(nodes, grace, output, signals)
         if signals.received is not None:
             return _received(signals, running, output)
+        if output.reader_gone:  # quietly: the output went with its reader
+            return _cli_types.CLOSED_PIPE_STATUS
         if timeout is not None and time.monotonic() - started > timeout:
             waiting = ", ".join(node.name for node in workers if node in running)
             output.say(f"timed out after {timeout:g} s waiting for {waiting}; stopping "

@@ -2,9 +2,6 @@
 
 import sys
 
-from .._cli_types import console
 from . import main
 
-with console():
-    status = main()
-sys.exit(status)
+sys.exit(main())

@@ -17,6 +17,7 @@ import threading
 import time
 from typing import Callable, Optional
 
+from .._cli_types import discard_output
 from . import watchdog as _launch_watchdog
 from .env import LOOPBACK
 
@@ -33,17 +34,28 @@ _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 class _Output:
-    """The streams output goes to, with one lock so that lines never interleave."""
+    """The streams output goes to, with one lock so that lines never interleave.
+
+    A stream whose reader went away (``| head -1``) is pointed at ``os.devnull`` and
+    ``reader_gone`` set, for the supervisor to stop the job as a closed pipe stops a command;
+    a ``BrokenPipeError`` left to a forwarding thread would print a traceback and leave that
+    child's pipe undrained (the child blocks once it fills).
+    """
 
     def __init__(self, stdout, stderr):
         self.stdout = stdout
         self.stderr = stderr
+        self.reader_gone = False
         self._lock = threading.Lock()
 
     def write_line(self, stream, line):
         with self._lock:
-            stream.write(line + "\n")
-            stream.flush()
+            try:
+                stream.write(line + "\n")
+                stream.flush()
+            except BrokenPipeError:
+                discard_output(stream)
+                self.reader_gone = True
 
     def say(self, message):
         self.write_line(self.stderr, f"{_PROG}: {message}")

@@ -11,10 +11,12 @@ arguments that need care, ``_preload_opt_states``, ``optimizer_params`` without
 ``--write`` rewrites the imports to :mod:`mxpatch_bind.compat` (and writes the copy's
 freezing rule into each construction whose copy differs from compat's default);
 ``--delete-vendored`` deletes the copies nothing else still imports; ``--to-python3`` ports
-Python 2 files with the standard 2to3 fixers; ``--diff`` shows what they would change and
-writes nothing. Writes are atomic and keep every byte but the statements changed. The exit
-status is 0 when nothing is left to do, 1 when something is (a pending change, or a finding a
-person has to look at), 2 on a usage or I/O error. This module does not import MXNet.
+Python 2 files with the standard 2to3 fixers; ``--diff`` prints what they would change as a
+patch (``git apply`` or ``patch -p1`` of it makes the same writes; the report then goes to
+stderr) and writes nothing. The whole report is printed before the first write; writes are
+atomic and keep every byte but the statements changed. The exit status is 0 when nothing is
+left to do, 1 when something is (a pending change, or a finding a person has to look at), 2
+on a usage or I/O error. This module does not import MXNet.
 """
 
 from .command import (

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import difflib
 import os
 import sys
 from collections import namedtuple
@@ -13,22 +12,21 @@ from pathlib import Path
 from typing import Callable
 
 from .._cli_types import Parser, UsageError, run_parsed
-from . import contexts, daemon_threads, edits, extensions, files, operators, traps
+from . import contexts, daemon_threads, edits, extensions, files, operators, traps, writes
 from . import port as py2
 from .checks import CHECK, COMPAT_MODULE, INSTALL_EXTRA, OK, PORT, REWRITE
 from .edits import parses_as_python3
 from .fork import VENDORED_GROUP, VENDORED_MODULE
 from .fork import vendored_kind as _vendored_kind
 from .scanner import DELETE, IMPORTS, IO_ERROR, Scan
-from .textedit import EditConflict
+from .writes import DELETED, PORTED, REWRITTEN
 
 __all__ = ["Finding", "scan", "apply", "check_imports", "build_extensions", "summary",
            "vendored_kind", "add_arguments", "run", "main"]
 
-REWRITTEN, DELETED, PORTED = "rewritten", "deleted", "ported"
 # What a finding asks for. Pending REWRITE / DELETE / PORT and every CHECK make the exit 1.
 _PENDING = (REWRITE, DELETE, PORT, CHECK)
-_DONE = {REWRITE: REWRITTEN, DELETE: DELETED, PORT: PORTED}
+_UNDONE = {done: pending for pending, done in writes.DONE.items()}
 __all__ += ["VENDORED_MODULE", "VENDORED_GROUP", "COMPAT_MODULE"]
 
 
@@ -120,10 +118,11 @@ def apply(path: str | os.PathLike, findings: list[Finding], *, write: bool = Fal
           preview: Callable[[str], None] | None = None) -> list[Finding]:
     """Carry out the pending rewrites, ports and deletions that the flags ask for.
 
-    Each file is written atomically (a temporary file beside it, flushed, renamed over it,
-    its mode kept); a file that cannot be written stays exactly as it was and becomes one
-    ``'check'``, and the others go on. A vendored copy is deleted only once every import of
-    it has been rewritten.
+    Every file's new content and every deletion are worked out first, in memory; then each
+    file is written atomically (a temporary file beside it, flushed, renamed over it, its
+    mode kept); a file that cannot be edited or written stays exactly as it was and becomes
+    one ``'check'``, and the others go on. A vendored copy is deleted only once every import
+    of it has been rewritten, and none is deleted after a failed write.
 
     Parameters
     ----------
@@ -134,13 +133,17 @@ def apply(path: str | os.PathLike, findings: list[Finding], *, write: bool = Fal
     write, delete_vendored, to_python3 : bool
         Default ``False``: with none of them, nothing is written.
     preview : callable, optional
-        Given, nothing is written: it is called with each file's unified diff instead.
+        Given, nothing is written: it is called with each file's patch instead, in the form
+        ``git apply`` and ``patch -p1`` take (deletions included; a byte that is not UTF-8
+        is decoded with ``surrogateescape``: ``text.encode('utf-8', 'surrogateescape')`` is
+        the patch's bytes).
 
     Returns
     -------
     list of Finding
         ``findings`` with what was done marked ``'rewritten'`` / ``'deleted'`` /
-        ``'ported'``, what failed turned into ``'check'``, and the 2to3 fixers' warnings.
+        ``'ported'`` (with ``preview``: still pending), what failed turned into ``'check'``,
+        and the 2to3 fixers' warnings.
 
     Raises
     ------
@@ -161,17 +164,20 @@ def apply(path: str | os.PathLike, findings: list[Finding], *, write: bool = Fal
     "print('hello')\\n"
     """
     _require(write, to_python3)
+    planned = _plan(path, findings, write=write, delete_vendored=delete_vendored,
+                    to_python3=to_python3)
+    if preview is not None:
+        for _, patch in planned.patch():
+            preview(patch.decode("utf-8", "surrogateescape"))
+        return [f._replace(action=_UNDONE.get(f.action, f.action)) for f in planned.findings]
+    planned.commit()
+    return planned.findings
+
+
+def _plan(path, findings, *, write, delete_vendored, to_python3):
     root, entries = files.walk(Path(path), (".py", ".pyx"))
-    by_path = {str(e.rel): e for e in entries}
-    result = list(findings)
-    done: set[tuple[str, int]] = set()
-    for rel in sorted({f.path for f in findings if _wanted(f, write, to_python3)}):
-        chosen = [i for i, f in enumerate(result) if f.path == rel
-                  and _wanted(f, write, to_python3)]
-        _apply_to_file(root, by_path.get(rel), rel, chosen, result, done, preview)
-    if delete_vendored:
-        _delete(root, result, done, preview)
-    return result
+    return writes.plan(root, entries, findings, lambda f: _wanted(f, write, to_python3),
+                       delete_vendored, _edited, Finding)
 
 
 def _require(write, to_python3):
@@ -189,53 +195,6 @@ def _require(write, to_python3):
 def _wanted(finding, write, to_python3):
     return ((finding.action == REWRITE and write and finding.edit is not None)
             or (finding.action == PORT and to_python3))
-
-
-def _apply_to_file(root, entry, rel, chosen, result, done, preview):
-    """Make the chosen findings' edits in one file, in one atomic write."""
-    try:
-        if entry is None or entry.problem or entry.read_only:
-            raise files.FileProblem("not written: %s" % (
-                (entry and (entry.problem or entry.read_only)) or "no longer there"))
-        source = files.read(entry.path)
-        new_text, made, warnings = _edited(source.text, [result[i] for i in chosen],
-                                           str(entry.path))
-        if new_text != source.text:
-            data = source.encode(new_text)
-            if preview is not None:
-                preview(_diff(rel, source.text, new_text))
-                # what the write would do counts as done, so the deletions it allows are
-                # previewed too; the findings themselves stay pending
-                done.update((result[i].path, result[i].line) for i in chosen
-                            if _key(result[i]) in made)
-                return
-            files.write_atomically(entry.path, data)
-    except (files.FileProblem, edits.EditError, EditConflict, RecursionError, MemoryError,
-            UnicodeEncodeError) as problem:
-        io_error = getattr(problem, "io_error", False)
-        for i in chosen:
-            result[i] = result[i]._replace(action=CHECK, edit=IO_ERROR if io_error else None,
-                                           message=f"{result[i].message}; {_problem_text(problem)}")
-        return
-    for i in chosen:
-        finding = result[i]
-        if _key(finding) in made:
-            result[i] = finding._replace(action=_DONE[finding.action])
-            done.add((finding.path, finding.line))
-        else:
-            result[i] = finding._replace(action=CHECK, message=finding.message
-                                         + "; not done: the statement was not found as read")
-    result += [Finding(rel, line, CHECK, f"2to3: {text}") for line, text in warnings]
-
-
-def _problem_text(problem):
-    if isinstance(problem, (RecursionError, MemoryError)):
-        return f"not written: {type(problem).__name__} while editing"
-    return str(problem)
-
-
-def _key(finding):
-    return finding.edit if finding.edit[0] != "port" else ("port",)
 
 
 def _edited(text, chosen, filename):
@@ -288,34 +247,6 @@ def _edited(text, chosen, filename):
     return new, made, warnings
 
 
-def _diff(rel, old, new):
-    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
-                                        "a/" + rel, "b/" + rel))
-
-
-def _delete(root, result, done, preview):
-    for i, finding in enumerate(result):
-        if finding.action != DELETE:
-            continue
-        missing = [need for need in finding.needs if tuple(need) not in done]
-        if missing:
-            importers = ", ".join(f"{rel}:{line}" for rel, line in missing)
-            result[i] = finding._replace(action=CHECK, message=f"{finding.message}; not deleted: "
-                                         f"still imported by {importers} (its import is not "
-                                         "rewritten: --write)")
-            continue
-        if preview is not None:
-            preview(f"--- a/{finding.path}\n+++ /dev/null\n")
-            continue
-        try:
-            files.delete(Path(root) / finding.path)
-        except files.FileProblem as problem:
-            result[i] = finding._replace(action=CHECK, edit=IO_ERROR,
-                                         message=f"{finding.message}; {problem}")
-            continue
-        result[i] = finding._replace(action=DELETED)
-
-
 def check_imports(path: str | os.PathLike) -> list[Finding]:
     """A ``'check'`` for each import under ``path`` that does not resolve as the repository
     runs: not a module of the tree (its scripts' folders and the folders they put on
@@ -332,9 +263,17 @@ def check_imports(path: str | os.PathLike) -> list[Finding]:
     >>> [(f.line, f.action) for f in check_imports(root)]
     [(2, 'check')]
     """
+    return _import_check(path)
+
+
+def _import_check(path, planned=None):
+    """:func:`check_imports`, of the tree as ``planned`` (a :class:`writes.Plan`) leaves it."""
     root, entries = files.walk(Path(path))
-    return sorted(Scan(root, entries, Finding).import_findings(),
-                  key=lambda f: (f.path, f.line, f.message))
+    if planned is None:
+        scanned = Scan(root, entries, Finding)
+    else:
+        scanned = Scan(root, planned.planned(entries), Finding, absent=planned.absent)
+    return sorted(scanned.import_findings(), key=lambda f: (f.path, f.line, f.message))
 
 
 def build_extensions(path: str | os.PathLike, cuda: bool = True,
@@ -425,11 +364,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "failed build is a [check], the compiler's last lines on stderr")
     parser.add_argument("--diff", action="store_true",
                         help="print what --write / --to-python3 / --delete-vendored would "
-                             "change, as a unified diff, and write nothing")
+                             "change as a patch on stdout (git apply or patch -p1 makes the "
+                             "same writes; the report goes to stderr), and write nothing")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Scan, apply what ``args`` asks for, print the report; returns the exit status.
+    """Scan, plan what ``args`` asks for, print the report, then write; returns the exit
+    status.
+
+    The whole report, the import check of the tree as the writes will leave it included,
+    is printed and flushed before the first write; a write that then fails adds one
+    ``[check]`` line, and ``--build-ext``'s lines (the builds need the writes) follow with
+    a summary of everything. With ``--diff`` the report goes to stderr and stdout carries
+    the patch alone.
 
     0: nothing left to do; 1: something is (a pending change or a finding a person has to
     look at); 2: a usage or I/O error (a file that could not be read, written or deleted).
@@ -446,25 +393,54 @@ def run(args: argparse.Namespace) -> int:
         progress.done()
     if args.check_imports:
         findings = [f for f in findings if f.edit == IMPORTS or f.action == PORT]
-    preview = _print_diff if args.diff else None
-    findings = apply(args.path, findings, write=args.write,
-                     delete_vendored=args.delete_vendored, to_python3=args.to_python3,
-                     preview=preview)
-    if preview is None and any(f.action in _DONE.values() for f in findings):
-        findings = [f for f in findings if f.edit != IMPORTS] + check_imports(args.path)
-    if args.build_ext and not args.diff:  # --diff writes nothing, builds included
-        findings += build_extensions(args.path, cuda=args.build_ext == "auto")
-    findings.sort(key=lambda f: (f.path, f.line, f.action, f.message))
-    for finding in findings:
-        print(finding)
-    print(summary(findings))
+    planned = _plan(args.path, findings, write=args.write, delete_vendored=args.delete_vendored,
+                    to_python3=args.to_python3)
+    if args.diff:  # the report on stderr, the patch alone on stdout; builds are writes too
+        findings = [f._replace(action=_UNDONE.get(f.action, f.action)) for f in planned.findings]
+        _report(findings, sys.stderr)
+        _print_patch(planned)
+        return _status(findings)
+    findings = planned.findings
+    if any(f.action in writes.DONE.values() for f in findings):
+        findings = [f for f in findings if f.edit != IMPORTS] + _import_check(args.path, planned)
+    _report(findings, sys.stdout)  # all of it before the first write
+    failed = {id(before): after for before, after in planned.commit()}
+    findings = [failed.get(id(f), f) for f in findings]
+    for line in sorted(failed.values(), key=_order):
+        print(line, flush=True)
+    if args.build_ext:
+        built = build_extensions(args.path, cuda=args.build_ext == "auto")
+        findings += built
+        _report(findings, sys.stdout, only=built)  # they need the writes: their lines follow
+    return _status(findings)
+
+
+def _order(finding):
+    return finding.path, finding.line, finding.action, finding.message
+
+
+def _report(findings, stream, only=None):
+    """Print ``only`` (default: all the findings), sorted, then the summary of ``findings``."""
+    for finding in sorted(findings if only is None else only, key=_order):
+        print(finding, file=stream)
+    print(summary(findings), file=stream, flush=True)
+
+
+def _status(findings):
     if any(f.edit == IO_ERROR for f in findings):
         return 2
     return 1 if any(f.action in _PENDING for f in findings) else 0
 
 
-def _print_diff(text):
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+def _print_patch(planned):
+    out = getattr(sys.stdout, "buffer", None)  # the files' own bytes, whatever the encoding
+    sys.stdout.flush()
+    for _, patch in planned.patch():
+        if out is None:
+            sys.stdout.write(patch.decode("utf-8", "surrogateescape"))
+        else:
+            out.write(patch)
+    (sys.stdout if out is None else out).flush()
 
 
 class _Progress:

@@ -37,6 +37,7 @@ class Entry:
     path: Path
     problem: str | None = None   # why it cannot be read at all (then nothing else is done)
     read_only: str | None = None  # why it must not be written (a link leaving PATH)
+    planned: bytes | None = None  # the content the run's planned writes give it
 
 
 @dataclass(frozen=True)
@@ -84,9 +85,16 @@ def walk(path: Path, suffixes: tuple = (".py",)) -> tuple[Path, list[Entry]]:
 def skipped_dir(parent: Path, name: str) -> bool:
     """Whether the walk leaves out ``parent / name``: hidden folders (``.git``), build output,
     and virtual environments (a folder holding ``pyvenv.cfg``, whatever its name: a Python 2
-    virtualenv inside the tree is not the repository's code)."""
-    return (name.startswith(".") or name in SKIPPED_DIRS
-            or (parent / name / "pyvenv.cfg").is_file())
+    virtualenv inside the tree is not the repository's code).
+
+    A folder whose ``pyvenv.cfg`` cannot even be looked at (its path is longer than PATH_MAX)
+    is not skipped: the walk then fails to list it and says so in one ``[check]``."""
+    if name.startswith(".") or name in SKIPPED_DIRS:
+        return True
+    try:
+        return (parent / name / "pyvenv.cfg").is_file()
+    except OSError:  # ENAMETOOLONG: pathlib's is_file raises it
+        return False
 
 
 def _entry(root, path, root_real):
@@ -130,19 +138,48 @@ def _kind(mode):
     return f"mode {mode:o}"
 
 
-def read(path: Path) -> Source:
-    """The file decoded as Python decodes a source file.
+def read(path: Path, planned: bytes | None = None) -> Source:
+    """The file decoded as Python decodes a source file; ``planned``: the content a planned
+    write gives it, read instead of the disk's.
 
     Raises
     ------
     FileProblem
         Unreadable (``io_error``) or not decodable in its declared encoding.
     """
+    return decode(read_bytes(path) if planned is None else planned)
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes.
+
+    Raises
+    ------
+    FileProblem
+        Unreadable (``io_error``).
+    """
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as error:
         raise FileProblem(f"cannot read: {error.strerror or error}", io_error=True) from None
-    return decode(data)
+
+
+def content(path: Path) -> tuple[bytes, int]:
+    """(its bytes, or a symbolic link's target; its ``st_mode``): what a patch deleting
+    ``path`` removes.
+
+    Raises
+    ------
+    FileProblem
+        Unreadable (``io_error``).
+    """
+    try:
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            return os.fsencode(os.readlink(path)), mode
+    except OSError as error:
+        raise FileProblem(f"cannot read: {error.strerror or error}", io_error=True) from None
+    return read_bytes(path), mode
 
 
 def decode(data: bytes) -> Source:
@@ -183,7 +220,8 @@ def write_atomically(path: Path, data: bytes) -> None:
     temporary = None
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".",
+        # a short prefix: the temporary's name must fit NAME_MAX where the file's just does
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:64]}.",
                                              suffix=".migrate-tmp")
         with os.fdopen(handle, "wb") as out:
             out.write(data)

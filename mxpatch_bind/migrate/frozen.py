@@ -122,10 +122,10 @@ def _yaml_lists(root):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
         for name in sorted(files):
             path = Path(directory) / name
-            if not name.endswith((".yaml", ".yml")) or not path.is_file() or path.is_symlink():
+            if not name.endswith((".yaml", ".yml")):
                 continue
-            try:
-                if path.stat().st_size > _YAML_LIMIT:
+            try:  # is_file raises for a path over PATH_MAX: then it is left out, as unreadable
+                if not path.is_file() or path.is_symlink() or path.stat().st_size > _YAML_LIMIT:
                     continue
                 lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:

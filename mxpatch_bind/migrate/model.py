@@ -53,10 +53,13 @@ class ImportModel:
     trees : dict
         ``{relative path: ast.Module}`` for every Python file that parsed (Python 2 files
         through their line-preserving view).
+    absent : frozenset of PurePosixPath, optional
+        Files on disk to look at as deleted (the deletions a run plans).
     """
 
-    def __init__(self, root: Path, trees: dict):
+    def __init__(self, root: Path, trees: dict, absent: frozenset = frozenset()):
         self.root = Path(root)
+        self.absent = absent  # files still on disk that the writes planned will delete
         self.trees = {PurePosixPath(rel): tree for rel, tree in trees.items()}
         self.modules = set(self.trees)  # every .py file, relative
         self.dirs_with_init = {rel.parent for rel in self.modules if rel.name == "__init__.py"}
@@ -250,13 +253,17 @@ class ImportModel:
         """``name`` in ``directory`` as the file system has it, for what the scan did not
         read (a single file scanned: the rest of its folder)."""
         folder = self.root / directory
-        if (folder / name / "__init__.py").is_file() or (folder / name).is_dir():
-            return Target(PACKAGE, directory / name)
-        if (folder / (name + ".py")).is_file():
-            return Target(PY, directory / (name + ".py"))
-        if (folder / (name + ".pyx")).is_file() or any(folder.glob(name + ".*.so")) \
-                or (folder / (name + ".so")).is_file():
-            return Target(EXTENSION, directory / name)
+        try:  # pathlib raises ENAMETOOLONG past PATH_MAX: nothing can be imported there
+            if (folder / name / "__init__.py").is_file() or (folder / name).is_dir():
+                return Target(PACKAGE, directory / name)
+            module = directory / (name + ".py")
+            if (folder / (name + ".py")).is_file() and module not in self.absent:
+                return Target(PY, module)
+            if (folder / (name + ".pyx")).is_file() or any(folder.glob(name + ".*.so")) \
+                    or (folder / (name + ".so")).is_file():
+                return Target(EXTENSION, directory / name)
+        except OSError:
+            pass
         return None
 
     def sibling(self, rel, dotted: str) -> Target | None:

@@ -71,7 +71,7 @@ class Parsed:
 class Scan:
     """Read ``entries`` (from :func:`files.walk`) and produce the findings."""
 
-    def __init__(self, root, entries, finding, progress=None):
+    def __init__(self, root, entries, finding, progress=None, absent=frozenset()):
         self.root, self.finding = root, finding
         self.out, self.files, self.unparsed, self.importers = [], {}, {}, []
         self.read_only = {e.rel: e.read_only for e in entries if e.read_only}
@@ -79,7 +79,7 @@ class Scan:
             self._read(entry)
             if progress is not None:
                 progress(number, len(entries))
-        self.model = ImportModel(root, {rel: p.tree for rel, p in self.files.items()})
+        self.model = ImportModel(root, {rel: p.tree for rel, p in self.files.items()}, absent)
         for rel, parsed in self.files.items():
             self._implicit_imports(rel, parsed)
         self.copies = {}
@@ -97,7 +97,7 @@ class Scan:
             self.add(entry.rel, 1, CHECK, entry.problem)
             return
         try:
-            source = read(entry.path)
+            source = read(entry.path, entry.planned)
         except FileProblem as problem:
             self.add(entry.rel, 1, CHECK, str(problem), edit=IO_ERROR if problem.io_error
                      else None)

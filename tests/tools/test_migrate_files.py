@@ -1,6 +1,7 @@
 """``migrate`` on hostile files: newlines, BOMs and encodings kept byte for byte, one-line
 statement lists, links leaving PATH, FIFOs, dangling links, files nested too deeply, a write
-that fails half-way; --diff, the progress counter and the exit statuses."""
+that fails half-way, paths past PATH_MAX; --diff, the progress counter and the exit
+statuses."""
 
 import codecs
 import errno
@@ -116,9 +117,35 @@ def test_a_write_that_fails_leaves_the_file_as_it_was_and_the_walk_goes_on(root,
     assert second.read_bytes() == big
     assert first.read_bytes() == NEW + b"\n"
     assert sorted(p.name for p in root.iterdir()) == ["a.py", "b.py", "core"]
-    assert "a.py:1: [rewritten]" in lines[0]
-    assert "b.py:1: [check]" in lines[1] and "No space left on device" in lines[1]
-    assert lines[-1].startswith("migrate: ")
+    # The report came first, with both rewrites as planned; the failed write adds one line.
+    assert "a.py:1: [rewritten]" in lines[0] and "b.py:1: [rewritten]" in lines[1]
+    assert lines[-2].startswith("migrate: ") and "2 rewritten" in lines[-2]
+    assert lines[-1].startswith("b.py:1: [check] imports MutableModule")
+    assert lines[-1].endswith("; write failed, the file is unchanged: No space left on device")
+    assert status == 2
+
+
+def test_after_a_failed_write_no_copy_is_deleted(root, capsys, monkeypatch):
+    script = root / "train.py"
+    script.write_bytes(OLD + b"\n")
+
+    def full_disk(path, data):
+        raise _migrate_files.FileProblem("write failed, the file is unchanged: No space left "
+                                         "on device", io_error=True)
+
+    monkeypatch.setattr(_migrate_files, "write_atomically", full_disk)
+    status, lines, _ = run(capsys, root, "--write", "--delete-vendored")
+    assert script.read_bytes() == OLD + b"\n"
+    # the copy train.py still imports, and the executor group that copy imports
+    assert sorted(p.name for p in (root / "core").iterdir()) == [
+        "DataParallelExecutorGroup.py", "module.py"]
+    # after the report (which planned the deletions), one line each
+    assert lines[-4].startswith("migrate: ") and "2 deleted" in lines[-4]
+    assert [line.split(" [")[0] for line in lines[-3:]] == [
+        "core/DataParallelExecutorGroup.py:1:", "core/module.py:1:", "train.py:1:"]
+    assert all(line.endswith("; not deleted: the write of train.py failed")
+               for line in lines[-3:-1])
+    assert lines[-1].startswith("train.py:1: [check] imports MutableModule")
     assert status == 2
 
 
@@ -172,3 +199,74 @@ def test_a_keyword_is_written_only_where_its_import_was_rewritten():
                    "a = MutableModule(sym, fixed_param_prefix=['conv']%s)\n"
                    "b = Other(sym, fixed_param_prefix=['conv'])\n" % rule)
     assert made == {("import", 1, 0, "core.module"), chosen[0].edit}
+
+
+# --------------------------------------------------------------------------- paths over PATH_MAX
+PATH_MAX = os.pathconf("/", "PC_PATH_MAX")  # 4096 on Linux
+
+
+def _deep(root, length, files):
+    """Folders of 200-character names under ``root`` until the last one's absolute path is
+    ``length`` characters or longer, then ``files`` ({name: bytes}) in it; returns that
+    folder relative to ``root``. Built through directory descriptors, which PATH_MAX does
+    not limit."""
+    fd, path, parts = os.open(root, os.O_RDONLY), str(root.resolve()), []
+    try:
+        while len(path) < length:
+            name = f"d{len(parts):02d}" + "x" * max(1, min(200, length - len(path) - 4))
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd, path = inner, f"{path}/{name}"
+            parts.append(name)
+        for name, data in files.items():
+            handle = os.open(name, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+            os.write(handle, data)
+            os.close(handle)
+    finally:
+        os.close(fd)
+    return "/".join(parts)
+
+
+def test_a_folder_past_path_max_is_one_check_and_the_run_goes_on(root, capsys):
+    (root / "train.py").write_bytes(OLD + b"\n")
+    deep = _deep(root, PATH_MAX + 100, {"hidden.py": OLD + b"\n"})
+    status, lines, err = run(capsys, root, "--write")
+    [check] = [line for line in lines if "[check]" in line]
+    where, _, message = check.partition(":1: [check] ")
+    assert message == "cannot list directory: File name too long"
+    # the first folder the walk cannot list; nothing below it is reached
+    assert (deep + "/").startswith(where + "/")
+    assert len(str(root.resolve() / where)) >= PATH_MAX > len(str((root.resolve() / where).parent))
+    assert any(line.startswith("train.py:1: [rewritten]") for line in lines)
+    assert (root / "train.py").read_bytes() == NEW + b"\n"
+    assert lines[-1].startswith("migrate: ") and err == ""
+    assert status == 1
+
+
+def test_an_import_looked_up_past_path_max_is_unresolved_not_a_traceback(root, capsys):
+    # The folder itself fits PATH_MAX; the names the import check looks for beside the file
+    # (folder/name/__init__.py) do not.
+    deep = _deep(root, PATH_MAX - 12, {"m.py": b"import not_a_module_anywhere\n"})
+    status, lines, _ = run(capsys, root)
+    [check] = [line for line in lines if line.startswith(deep + "/m.py:1:")]
+    assert "[check]" in check and "not_a_module_anywhere" in check
+    assert status == 1
+
+
+def test_a_config_past_path_max_is_left_out_like_an_unreadable_one(root, capsys):
+    # read for the FIXED_PARAMS lists the vendored copies' freezing rule is measured on
+    _deep(root, PATH_MAX - 30, {"y" * 100 + ".yaml": b"FIXED_PARAMS: [conv1]\n"})
+    (root / "train.py").write_bytes(OLD + b"\n")
+    status, lines, _ = run(capsys, root, "--write")
+    assert any(line.startswith("train.py:1: [rewritten]") for line in lines)
+    assert status == 1
+
+
+def test_a_file_whose_name_nearly_fills_name_max_is_written(root, capsys):
+    script = root / ("t" * 250 + ".py")  # a temporary named after it would not fit
+    script.write_bytes(OLD + b"\n")
+    status, lines, _ = run(capsys, root, "--write", "--delete-vendored")
+    assert script.read_bytes() == NEW + b"\n"
+    assert sorted(p.name for p in root.iterdir()) == ["core", script.name]
+    assert status == 0, lines
