@@ -90,7 +90,10 @@ def places(root: Path, stems) -> list[Place]:
         subdirs[:] = sorted(d for d in subdirs if not skipped_dir(Path(directory), d))
         for name in sorted(names):
             path = Path(directory) / name
-            kind = _kind(path)
+            try:
+                kind = _kind(path)
+            except OSError:  # a path past PATH_MAX: the scan reports its folder once
+                continue
             if kind is None:
                 continue
             text = _text(path)

@@ -65,8 +65,13 @@ class Names:
         self.scope_of: dict[int, Scope] = {}
         self.nodes: list[ast.AST] = []  # every node, once (the fixers' walk)
         self.module = Scope(tree, None)
-        for name, value in ast.iter_fields(tree):
-            self._visit_field(tree, name, value, self.module)
+        # pre-order, with a stack of its own: a file's expressions nest deeper than Python's
+        # recursion limit (a 2,000-term concatenation)
+        stack = list(reversed(self._fields(tree, ast.iter_fields(tree), self.module)))
+        while stack:
+            owner, name, child, scope = stack.pop()
+            self.parent[id(child)] = (owner, name)
+            stack += reversed(self._visit(child, scope))
         self.calls = [n for n in self.nodes if isinstance(n, ast.Call)]
         self._loads: dict[str, list[ast.Name]] = {}
         for node in self.nodes:
@@ -85,28 +90,36 @@ class Names:
                 _bind(self.module, name, StarBinding(meaning))
 
     # ------------------------------------------------------------------ building
-    def _visit_field(self, owner, name, value, scope):
-        for child in value if isinstance(value, list) else [value]:
-            if isinstance(child, ast.AST):
-                self.parent[id(child)] = (owner, name)
-                self._visit(child, scope)
+    @staticmethod
+    def _fields(owner, fields, scope, inner=None, inner_fields=()):
+        """``(owner, field, child, scope)`` for each child node of ``fields``, in order;
+        the fields named in ``inner_fields`` in the scope ``inner``."""
+        tasks = []
+        for name, value in fields:
+            where = inner if name in inner_fields else scope
+            tasks += [(owner, name, child, where) for child in
+                      (value if isinstance(value, list) else [value])
+                      if isinstance(child, ast.AST)]
+        return tasks
 
     def _visit(self, node, scope):
+        """Record ``node``, bind what it binds; its children to visit, in order."""
         self.scope_of[id(node)] = scope
         self.nodes.append(node)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            self._function(node, scope)
-        elif isinstance(node, ast.ClassDef):
+            return self._function(node, scope)
+        if isinstance(node, ast.ClassDef):
             _bind(scope, node.name, node)
-            inner = Scope(node, scope)
-            for name, value in ast.iter_fields(node):
-                self._visit_field(node, name, value, inner if name == "body" else scope)
-        elif isinstance(node, _COMPREHENSIONS):
-            self._comprehension(node, scope)
-        else:
-            self._bind_node(node, scope)
-            for name, value in ast.iter_fields(node):
-                self._visit_field(node, name, value, scope)
+            return self._fields(node, ast.iter_fields(node), scope, Scope(node, scope), ("body",))
+        if isinstance(node, _COMPREHENSIONS):
+            return self._comprehension(node, scope)
+        if isinstance(node, ast.comprehension):
+            return []  # its parts: the comprehension's tasks, each in its own scope
+        if isinstance(node, ast.arguments):  # a function's: its parameters' scope is given
+            return self._fields(node, ast.iter_fields(node), scope.parent, scope,
+                                ("posonlyargs", "args", "vararg", "kwonlyargs", "kwarg"))
+        self._bind_node(node, scope)
+        return self._fields(node, ast.iter_fields(node), scope)
 
     def _function(self, node, scope):
         inner = Scope(node, scope)
@@ -114,30 +127,22 @@ class Names:
             _bind(scope, node.name, node)
         for arg in _arguments(node.args):
             _bind(inner, arg.arg, arg)
-        for name, value in ast.iter_fields(node):
-            if name == "args":  # defaults (and annotations) run in the enclosing scope
-                self.parent[id(value)] = (node, name)
-                self.scope_of[id(value)] = inner
-                self.nodes.append(value)
-                for field_name, part in ast.iter_fields(value):
-                    in_inner = field_name not in ("defaults", "kw_defaults")
-                    self._visit_field(value, field_name, part, inner if in_inner else scope)
-            else:  # decorators and the return annotation too
-                self._visit_field(node, name, value, inner if name == "body" else scope)
+        # decorators, defaults, annotations run in the enclosing scope (ast.arguments: above)
+        return self._fields(node, ast.iter_fields(node), scope, inner, ("body", "args"))
 
     def _comprehension(self, node, scope):
         inner = Scope(node, scope)
+        tasks = []
         for index, generator in enumerate(node.generators):
-            self.parent[id(generator)] = (node, "generators")
-            self.scope_of[id(generator)] = inner
-            self.nodes.append(generator)
+            tasks.append((node, "generators", generator, inner))
             # the first iterable is evaluated in the enclosing scope
-            self._visit_field(generator, "iter", generator.iter, scope if index == 0 else inner)
-            self._visit_field(generator, "target", generator.target, inner)
-            self._visit_field(generator, "ifs", generator.ifs, inner)
-        for name in ("elt", "key", "value"):
-            if getattr(node, name, None) is not None:
-                self._visit_field(node, name, getattr(node, name), inner)
+            tasks += self._fields(generator, [("iter", generator.iter)],
+                                  scope if index == 0 else inner)
+            tasks += self._fields(generator, [("target", generator.target),
+                                              ("ifs", generator.ifs)], inner)
+        return tasks + self._fields(node, [(name, getattr(node, name)) for name in
+                                           ("elt", "key", "value") if hasattr(node, name)],
+                                    inner)
 
     def _bind_node(self, node, scope):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
