@@ -1,0 +1,155 @@
+"""``migrate`` against the fault patterns a fresh hand-written mutant sample of migrate/ left
+untested (issue 36, item 10): each test guards one pattern, on a small tree written here, and
+says which in its comment. Each was seen failing on a one-line mutant of the code it guards.
+"""
+
+import subprocess
+import sys
+
+import pytest
+from test_migrate import run_migrate
+from test_migrate_family import FIT_FIRST, FIT_STOCK, copy_source, family_tree, lines_for
+from test_migrate_imports import write_tree
+
+from mxpatch_bind.migrate import extensions
+
+pytest.importorskip("fissix")
+pytest.importorskip("libcst")
+
+
+# --------------------------------------------------------------------------- relative imports
+EXPLICIT_RELATIVE = {
+    "proj/core/runner.py": "from .module import MutableModule\n\n\n"
+                           "def build(sym):\n    return MutableModule(sym, ['data'], None)\n",
+    "proj/function/__init__.py": "",
+    "proj/function/train_rpn.py": "from ..core.module import MutableModule  # the fork's\n",
+    # Python 2 (the print statement): rewritten by fissix, not libcst
+    "proj/function/test_rpn.py": "from ..core.module import MutableModule\nprint 'testing'\n",
+}
+
+
+def test_explicitly_relative_imports_of_a_copy_are_written_as_absolute_imports_of_compat(
+        tmp_path, capsys):
+    # Fault: the rewrite keeps the import's leading dots (``from .mxpatch_bind.compat``, no
+    # such module) or looks the statement up at level 0 (not found, the copy kept).
+    family_tree(tmp_path)
+    write_tree(tmp_path, EXPLICIT_RELATIVE)
+    run_migrate(capsys, tmp_path, "--write", "--delete-vendored")
+    compat = "from mxpatch_bind.compat import MutableModule"
+    assert {rel: (tmp_path / rel).read_text() for rel in EXPLICIT_RELATIVE} == {
+        "proj/core/runner.py": EXPLICIT_RELATIVE["proj/core/runner.py"].replace(
+            "from .module import MutableModule", compat),
+        "proj/function/__init__.py": "",
+        "proj/function/train_rpn.py": compat + "  # the fork's\n",
+        "proj/function/test_rpn.py": compat + "\nprint 'testing'\n",
+    }
+    assert not (tmp_path / "proj/core/module.py").exists()
+
+
+# --------------------------------------------------------------------------- .pyx allocators
+# pycocotools' _mask.pyx in miniature: a buffer from PyMem_Malloc handed to NumPy, which frees
+# it with free(); this one cimports nothing from libc.
+OWNED_BUFFER_PYX = """\
+# cython: language_level=2
+from cpython.mem cimport PyMem_Malloc
+cimport numpy as np
+import numpy as np
+
+np.import_array()
+
+cdef extern from "numpy/arrayobject.h":
+    void PyArray_ENABLEFLAGS(np.ndarray arr, int flags)
+
+def zeros(int n):
+    cdef double* data = <double*> PyMem_Malloc(n * sizeof(double))
+    cdef np.npy_intp shape[1]
+    shape[0] = <np.npy_intp> n
+    for i in range(n):
+        data[i] = 0
+    cdef np.ndarray out = np.PyArray_SimpleNewFromData(1, shape, np.NPY_DOUBLE, data)
+    PyArray_ENABLEFLAGS(out, np.NPY_OWNDATA)
+    return out
+"""
+
+
+def test_a_malloc_the_pyx_port_swaps_in_is_cimported():
+    # Fault: PyMem_Malloc becomes malloc with no ``from libc.stdlib cimport malloc`` (Cython:
+    # "undeclared name not builtin: malloc").
+    ported, changes = extensions.port_pyx(OWNED_BUFFER_PYX)
+    assert ported == "from libc.stdlib cimport malloc\n" + OWNED_BUFFER_PYX.replace(
+        "<double*> PyMem_Malloc(", "<double*> malloc(")
+    assert changes == [(12, "PyMem_Malloc for a buffer NumPy frees with free(): malloc")]
+
+
+def test_the_pyx_port_that_swaps_the_allocator_compiles_with_cython(tmp_path):
+    # The same fault, as the build meets it: Cython refuses the ported file.
+    pytest.importorskip("Cython")
+    ported = tmp_path / "owned.pyx"
+    ported.write_text(extensions.port_pyx(OWNED_BUFFER_PYX)[0])
+    ran = subprocess.run([sys.executable, "-m", "cython", "-o", str(tmp_path / "owned.c"),
+                          str(ported)], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert (tmp_path / "owned.c").stat().st_size > 0
+
+
+# --------------------------------------------------------------------------- the report
+def test_after_a_write_each_unresolved_import_is_reported_once(tmp_path, capsys):
+    # Fault: the scan's import findings are kept beside the import check run after the
+    # write, so each unresolved import of a Python 3 file is listed twice.
+    family_tree(tmp_path)
+    write_tree(tmp_path, {"proj/plot.py": "import nosuch_plotting_lib\nimport os\n",
+                          "proj/old.py": "import nosuch_py2_lib\nprint 'x'\n",
+                          "proj/core/rel.py": "from .nowhere import thing\n"})
+    status, lines = run_migrate(capsys, tmp_path, "--write", "--delete-vendored",
+                                "--to-python3")
+    unresolved = [line for line in lines if "does not resolve" in line]
+    assert [line.split(": [check] ")[0] for line in unresolved] == [
+        "proj/core/rel.py:1", "proj/old.py:1", "proj/plot.py:1"]
+    again = run_migrate(capsys, tmp_path)[1]
+    assert [line for line in again if "does not resolve" in line] == unresolved
+    assert status == 1
+
+
+# --------------------------------------------------------------------------- keywords
+def relation_networks_copy():
+    """A copy whose fit calls each epoch_end_callback with -1 before training."""
+    return copy_source(fit=FIT_STOCK).replace(
+        "    def fit(" + FIT_STOCK + "):\n        pass\n",
+        "    def fit(" + FIT_STOCK + "):\n" + FIT_FIRST)
+
+
+@pytest.mark.parametrize("value", ["False", "True"])
+def test_a_construction_that_passes_epoch_end_callback_first_is_left_as_it_is(tmp_path, capsys,
+                                                                               value):
+    # Fault: the keyword is added though the call passes it (SyntaxError: keyword argument
+    # repeated), or a person's False is overridden.
+    train = ("from core.module import MutableModule\n"
+             f"mod = MutableModule(sym, ['data'], None, epoch_end_callback_first={value})\n")
+    family_tree(tmp_path, module=relation_networks_copy(), train=train)
+    status, lines = run_migrate(capsys, tmp_path, "--write", "--delete-vendored")
+    written = (tmp_path / "proj/train_end2end.py").read_text()
+    assert written == train.replace("from core.module", "from mxpatch_bind.compat")
+    compile(written, "train_end2end.py", "exec")
+    assert [line.split("] ")[0] for line in lines_for(lines, "proj/train_end2end.py")] == [
+        "proj/train_end2end.py:1: [rewritten", "proj/train_end2end.py:2: [ok"]
+
+
+@pytest.mark.parametrize("train, written", [
+    # the only import names what compat lacks: not rewritten
+    ("from core.module import MutableModule, _parse_data_desc\n"
+     "mod = MutableModule(sym, ['data'], None)\n",
+     "from core.module import MutableModule, _parse_data_desc\n"
+     "mod = MutableModule(sym, ['data'], None)\n"),
+])
+def test_compats_keyword_is_not_added_where_the_class_stays_the_vendored_one(tmp_path, capsys,
+                                                                             train, written):
+    # Fault: the keyword is added wherever some import of the copy is rewritten, so the kept
+    # copy's MutableModule is called with compat's keyword (TypeError when training starts).
+    family_tree(tmp_path, module=relation_networks_copy(), train=train)
+    status, lines = run_migrate(capsys, tmp_path, "--write", "--delete-vendored")
+    assert (tmp_path / "proj/train_end2end.py").read_text() == written
+    line = train.splitlines().index("mod = MutableModule(sym, ['data'], None)") + 1
+    assert any(x.startswith(f"proj/train_end2end.py:{line}: [check] MutableModule(...): ")
+               and x.endswith("add epoch_end_callback_first=True by hand") for x in lines), lines
+    assert (tmp_path / "proj/core/module.py").exists()  # still imported: kept
+    assert status == 1
