@@ -3,14 +3,19 @@ untested (issue 36, item 10): each test guards one pattern, on a small tree writ
 says which in its comment. Each was seen failing on a one-line mutant of the code it guards.
 """
 
+import functools
+import os
+import signal
 import subprocess
 import sys
 
+import psutil
 import pytest
 from test_migrate import run_migrate
 from test_migrate_family import FIT_FIRST, FIT_STOCK, copy_source, family_tree, lines_for
 from test_migrate_imports import write_tree
 
+from mxpatch_bind import migrate
 from mxpatch_bind.migrate import extensions
 
 pytest.importorskip("fissix")
@@ -90,6 +95,61 @@ def test_the_pyx_port_that_swaps_the_allocator_compiles_with_cython(tmp_path):
                           str(ported)], capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert (tmp_path / "owned.c").stat().st_size > 0
+
+
+# --------------------------------------------------------------------------- build timeouts
+# A CUDA extension's build runs the repository's own setup script (where nvcc is); this one
+# starts a compiler that outlasts the build's timeout. The next setup builds at once.
+SLOW_SETUP = """\
+import subprocess
+
+compiler = subprocess.Popen(["sh", "-c", "echo $$ > compiler.pid; exec sleep 67"])
+compiler.wait()
+from setuptools import Extension, setup
+setup(ext_modules=[Extension('slow_kernel', ['slow_kernel.cu'])])
+"""
+QUICK_SETUP = "from setuptools import Extension\nExtension('quick_kernel', ['quick_kernel.cu'])\n"
+COMPILER = ["sleep", "67"]
+
+
+def running_compiler(pid):
+    """Whether ``pid`` is the fake compiler and still runs."""
+    try:
+        process = psutil.Process(pid)
+        return process.cmdline() == COMPILER and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:  # ZombieProcess included
+        return False
+
+
+def test_a_build_past_its_timeout_is_a_check_the_run_goes_on_and_its_compiler_ends(
+        tmp_path, capsys, monkeypatch):
+    # Fault: a timed-out build raises (the run stops), is reported built, or leaves its
+    # compiler running (only the build's own process was killed).
+    root = write_tree(tmp_path / "repo", {"lib/nms/setup.py": SLOW_SETUP,
+                                          "lib/roi/setup.py": QUICK_SETUP})
+    bin_dir = tmp_path / "cuda" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "nvcc").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "nvcc").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(extensions, "build", functools.partial(extensions.build, timeout=5))
+    pid_file = root / "lib/nms/compiler.pid"
+    try:
+        status = migrate.main([str(root), "--build-ext"])
+        assert pid_file.exists(), "the build was ended before it started its compiler"
+        assert not running_compiler(int(pid_file.read_text()))
+    finally:
+        if pid_file.exists() and running_compiler(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)  # this test's leftover
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        "lib/nms/setup.py:1: [check] extension lib/nms/slow_kernel failed to build: timed out "
+        "after 5 s",
+        "lib/roi/setup.py:1: [ok] extension lib/roi/quick_kernel: built",
+        "migrate: 2 findings in 2 files: 1 to check by hand, 1 handled by mxpatch_bind.compat"]
+    assert status == 1
+    assert err == ("migrate: building lib/nms/slow_kernel (lib/nms/setup.py) failed:\ntimed out "
+                   "after 5 s\n")
 
 
 # --------------------------------------------------------------------------- the report
