@@ -152,6 +152,32 @@ def test_a_build_past_its_timeout_is_a_check_the_run_goes_on_and_its_compiler_en
                    "after 5 s\n")
 
 
+# --------------------------------------------------------------------------- operator hints
+def test_an_operator_only_the_other_family_has_is_named_with_its_family(tmp_path, capsys):
+    # Fault: the hint looks for the name in the call's own family only (mx.nd.Group: no word
+    # that mx.sym.Group exists), or names the other family's operator as if it were a twin.
+    mx = pytest.importorskip("mxnet")
+    from mxpatch_bind.migrate import operators
+
+    assert hasattr(mx.sym, "Group") and not hasattr(mx.nd, "Group")
+    assert not hasattr(mx.nd.contrib, "Group")
+    assert hasattr(mx.nd.contrib, "isfinite") and not hasattr(mx.sym.contrib, "isfinite")
+    assert not hasattr(mx.sym, "isfinite")
+    root = write_tree(tmp_path, {"net.py": "import mxnet as mx\n"
+                                           "both = mx.nd.Group([a, b])\n"
+                                           "finite = mx.sym.contrib.isfinite(data=x)\n"})
+    status, lines = run_migrate(capsys, root)
+    version = operators.installed()["version"]
+    assert lines[:-1] == [
+        f"net.py:2: [check] mx.nd.Group is not in the installed MXNet {version} (only the "
+        "Symbol API has it: mx.sym.Group, which takes no NDArrays), and the repository has "
+        "no C++ source for it",
+        f"net.py:3: [check] mx.sym.contrib.isfinite is not in the installed MXNet {version} "
+        "(only the NDArray API has it: mx.nd.contrib.isfinite, which takes no Symbols), and "
+        "the repository has no C++ source for it"]
+    assert status == 1
+
+
 # --------------------------------------------------------------------------- the report
 def test_after_a_write_each_unresolved_import_is_reported_once(tmp_path, capsys):
     # Fault: the scan's import findings are kept beside the import check run after the
