@@ -226,6 +226,15 @@ def test_a_construction_that_passes_epoch_end_callback_first_is_left_as_it_is(tm
      "mod = MutableModule(sym, ['data'], None)\n",
      "from core.module import MutableModule, _parse_data_desc\n"
      "mod = MutableModule(sym, ['data'], None)\n"),
+    # another import of the same copy is rewritten: the keyword follows the name's own import
+    ("from core.module import MutableModule as Drop\n"
+     "from core.module import MutableModule, _parse_data_desc\n"
+     "mod = MutableModule(sym, ['data'], None)\n"
+     "other = Drop(sym, ['data'], None)\n",
+     "from mxpatch_bind.compat import MutableModule as Drop\n"
+     "from core.module import MutableModule, _parse_data_desc\n"
+     "mod = MutableModule(sym, ['data'], None)\n"
+     "other = Drop(sym, ['data'], None, epoch_end_callback_first=True)\n"),
 ])
 def test_compats_keyword_is_not_added_where_the_class_stays_the_vendored_one(tmp_path, capsys,
                                                                              train, written):
