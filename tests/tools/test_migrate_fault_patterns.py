@@ -235,6 +235,13 @@ def test_a_construction_that_passes_epoch_end_callback_first_is_left_as_it_is(tm
      "from core.module import MutableModule, _parse_data_desc\n"
      "mod = MutableModule(sym, ['data'], None)\n"
      "other = Drop(sym, ['data'], None, epoch_end_callback_first=True)\n"),
+    # the name is bound again by an import that is not rewritten: that one is the class
+    ("from core.module import MutableModule\n"
+     "from core.module import MutableModule, _parse_data_desc\n"
+     "mod = MutableModule(sym, ['data'], None)\n",
+     "from mxpatch_bind.compat import MutableModule\n"
+     "from core.module import MutableModule, _parse_data_desc\n"
+     "mod = MutableModule(sym, ['data'], None)\n"),
 ])
 def test_compats_keyword_is_not_added_where_the_class_stays_the_vendored_one(tmp_path, capsys,
                                                                              train, written):
