@@ -16,7 +16,8 @@ Three jobs.
 - :func:`build`: builds every extension of the tree's ``setup*.py`` files in place, in a
   child process: the CPU ones with setuptools and Cython (with NumPy's headers), the CUDA ones
   only where ``nvcc`` is found, through the repository's own ``setup`` script. A failed build
-  is reported with the compiler's last lines.
+  is reported with the compiler's last lines; one past its timeout is ended with every
+  process it started.
 """
 
 from __future__ import annotations
