@@ -67,7 +67,9 @@ class FileChecks:
         self.fork_names = {}      # local name -> (class, vendored copy or None for compat)
         self.prefetchers = set(PREFETCHING_ITERS)
         self.fork_objects = {}    # dotted name -> (class, vendored copy or None)
-        self.import_keys = {}     # vendored copy -> key of the import rewritten from it
+        # local name -> key of the rewritten import that binds it (a name bound by an import
+        # --write leaves alone stays the copy's class, which takes none of compat's keywords)
+        self.import_keys = {}
         self.names = None         # names.Names of the tree, made when a construction asks
 
     def add(self, node, action, message, **extra):
@@ -90,8 +92,7 @@ class FileChecks:
     # imports
     def _import_from(self, node):
         if node.module == COMPAT_MODULE and not node.level:
-            self.fork_names.update({a.asname or a.name: (a.name, None) for a in node.names
-                                    if a.name in DROP_INS})
+            self._bind(node, None)
             return
         if node.module in ("mxnet.io", "mx.io"):
             self.prefetchers |= {a.asname or a.name for a in node.names
@@ -102,8 +103,7 @@ class FileChecks:
         names = [a.name for a in node.names]
         where = f"the vendored {target}"
         copy = self.scan.copies[target]
-        self.fork_names.update({a.asname or a.name: (a.name, target) for a in node.names
-                                if a.name in DROP_INS})
+        bound = self._bind(node, target)
         if copy.kind == VENDORED_GROUP:
             self.add(node, CHECK, f"imports DataParallelExecutorGroup from {where}: no drop-in; a "
                                   "stock mx.mod.Module with mxpatch_bind.install() replaces both")
@@ -113,12 +113,21 @@ class FileChecks:
                                   f'import from {COMPAT_MODULE} by hand')
         elif set(names) <= set(DROP_INS):
             key = ("import", node.lineno, node.level, node.module or "")
-            self.import_keys[target] = key
+            self.import_keys.update(dict.fromkeys(bound, key))
             self.add(node, REWRITE, f'imports {", ".join(names)} from {where}: becomes \'from '
                                     f'{COMPAT_MODULE} import {", ".join(names)}\'', edit=key)
         else:
             self.add(node, CHECK, f'imports {", ".join(names)} from {where}: {COMPAT_MODULE} '
                                   f'provides only {" and ".join(DROP_INS)}; change it by hand')
+
+    def _bind(self, node, target):
+        """Record the drop-in classes ``node`` binds, from ``target`` (None: compat); returns
+        their local names (none of them from a rewritten import yet)."""
+        bound = {a.asname or a.name: (a.name, target) for a in node.names if a.name in DROP_INS}
+        self.fork_names.update(bound)
+        for local in bound:
+            self.import_keys.pop(local, None)
+        return list(bound)
 
     def _import(self, node):
         for alias in node.names:
@@ -192,16 +201,17 @@ class FileChecks:
         self._freezing(node, text, copy_rel, given)
 
     def _write_epoch_end_first(self, node, cls, copy_rel, line):
-        self._write_keyword(node, copy_rel, "epoch_end_callback_first=True",
+        self._write_keyword(node, "epoch_end_callback_first=True",
                             f"{cls}(...): {copy_rel}:{line} has fit call each "
                             "epoch_end_callback with epoch -1 before training (a prefix-0000 "
                             "checkpoint); stock fit does not: ")
 
-    def _write_keyword(self, node, copy_rel, keyword, message):
+    def _write_keyword(self, node, keyword, message):
         """``keyword`` added to the construction ``node`` (a [rewritten] line), or a [check]
-        to add it by hand where it cannot be placed or the import is not rewritten."""
+        to add it by hand where it cannot be placed or the import that binds the class's name
+        here is not rewritten."""
         insertion = _keyword_insertion(node, self.lines, self.view_lines, keyword)
-        key = self.import_keys.get(copy_rel)
+        key = self.import_keys.get(node.func.id)
         if insertion is None or key is None:
             self.add(node, CHECK, message + f"add {keyword} by hand")
         else:
@@ -225,10 +235,10 @@ class FileChecks:
             self.add(node, CHECK, f"{text}; but {where} freezes by '{source}', neither rule compat "
                                   "knows: pass fixed_param_names yourself")
         else:
-            self._write_rule(node, text, rule, where, source, copy_rel)
+            self._write_rule(node, text, rule, where, source)
 
-    def _write_rule(self, node, text, rule, where, source, copy_rel):
-        self._write_keyword(node, copy_rel, f"fixed_param_rule={rule!r}",
+    def _write_rule(self, node, text, rule, where, source):
+        self._write_keyword(node, f"fixed_param_rule={rule!r}",
                             f"{text}; fixed_param_prefix freezes by {rule} ({where}: {source}), "
                             "not compat's default substring rule: ")
 

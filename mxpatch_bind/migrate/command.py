@@ -301,7 +301,7 @@ def build_extensions(path: str | os.PathLike, cuda: bool = True,
         if built.status == "failed":
             stream.write(f"migrate: building {where} ({setup}) failed:\n{built.detail}\n")
             found.append(Finding(setup, 1, CHECK, f"extension {where} failed to build: "
-                                                  f"{built.detail.splitlines()[-1:] or ['']}"))
+                                                  f"{(built.detail.splitlines() or [''])[-1]}"))
         else:
             found.append(Finding(setup, 1, OK, f"extension {where}: {built.status}"
                                                + (f" ({built.detail})" if built.detail else "")))

@@ -16,7 +16,8 @@ Three jobs.
 - :func:`build`: builds every extension of the tree's ``setup*.py`` files in place, in a
   child process: the CPU ones with setuptools and Cython (with NumPy's headers), the CUDA ones
   only where ``nvcc`` is found, through the repository's own ``setup`` script. A failed build
-  is reported with the compiler's last lines.
+  is reported with the compiler's last lines; one past its timeout is ended with every
+  process it started.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import ast
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -40,6 +42,7 @@ _INT_BUFFER = re.compile(r"(cdef\s+np\.ndarray\[np\.int_t[^\]]*\]\s+\w+\s*=.*)\.
 _NP_INT = re.compile(r"\bnp\.int\b(?![\w.])")
 _LEN_HALF = re.compile(r"\blen\((\w+)\)\s*/\s*(\d+)\b")
 GUARD_NOTE = "mxpatch_bind: a CPU build has no"
+_ENDING_S = 30  # what a killed build gets to close its pipes
 
 
 @dataclass(frozen=True)
@@ -234,14 +237,37 @@ def build(root: Path, cuda: bool = True, timeout: float = 1800) -> list[Built]:
 
 
 def _run(ext, command, timeout, env=None):
+    # Its own session: a build that outlasts ``timeout`` is ended with the compilers it
+    # started (killing the build's process alone leaves them running, orphaned).
     try:
-        done = subprocess.run(command, cwd=ext.folder, capture_output=True, text=True,
-                              timeout=timeout, env={**os.environ, **(env or {})})
-    except subprocess.TimeoutExpired:
-        return Built(ext, "failed", f"timed out after {timeout:.0f} s")
+        process = subprocess.Popen(command, cwd=ext.folder, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True,
+                                   env={**os.environ, **(env or {})}, start_new_session=True)
     except OSError as error:
         return Built(ext, "failed", str(error))
-    if done.returncode != 0:
-        tail = (done.stdout + done.stderr).strip().splitlines()[-12:]
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _end_session(process)
+        return Built(ext, "failed", f"timed out after {timeout:.0f} s")
+    except BaseException:  # Ctrl-C reaches the terminal's group only, not this session
+        _end_session(process)
+        raise
+    if process.returncode != 0:
+        tail = (stdout + stderr).strip().splitlines()[-12:]
         return Built(ext, "failed", "\n".join(tail))
     return Built(ext, "built")
+
+
+def _end_session(process):
+    """SIGKILL every process of the build's session, then read its pipes to their end: they
+    close when the last process holding them has ended."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        process.communicate(timeout=_ENDING_S)
+    except subprocess.TimeoutExpired:  # a process that left the session holds the pipes
+        process.kill()
+        process.wait()

@@ -136,8 +136,7 @@ def operator_findings(scan):
                 spelled, name, table["version"], []), edit=("compat-op",))
         elif name not in table[namespace]:
             sources = operators.own_sources(scan.root) if sources is None else sources
-            elsewhere = next((other for other in ("sym.contrib", "sym", "nd.contrib", "nd")
-                              if other[:2] == namespace[:2] and name in table[other]), None)
             scan.add(rel, line, CHECK, operators.missing_message(
-                spelled, name, table["version"], sources.get(name, []), elsewhere,
-                tuple(operators.submodules(scan.root))))
+                spelled, name, table["version"], sources.get(name, []),
+                operators.elsewhere(table, namespace, name),
+                tuple(operators.submodules(scan.root)), namespace=namespace))

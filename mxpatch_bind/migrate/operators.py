@@ -39,6 +39,7 @@ _REGISTER = re.compile(r"(?:MXNET_REGISTER_OP_PROPERTY|NNVM_REGISTER_OP|MXNET_RE
 _SOURCES = (".cc", ".cu", ".cpp", ".h")
 # What mxpatch_bind.compat provides in stock operators, by the name the family calls.
 COMPAT_OPERATORS = {"ChannelOperator"}
+_API = {"sym": "Symbol", "nd": "NDArray"}  # what each namespace's operators take
 
 
 def calls(tree: ast.Module) -> list[tuple[int, str, str, str]]:
@@ -107,13 +108,31 @@ def submodules(root: Path) -> list[str]:
     return [p for p in paths if not (root / p).is_dir() or not any((root / p).iterdir())]
 
 
+def elsewhere(table: dict, namespace: str, name: str) -> str | None:
+    """The namespace where the installed MXNet (``table``, as :func:`installed` gives it)
+    has ``name``, which a call through ``namespace`` did not find: the call's own API first
+    (``sym`` and ``sym.contrib``), then the other one, its ``contrib`` alike first; None
+    where it has none."""
+    api = namespace.split(".")[0]
+    other = next(a for a in _API if a != api)
+    contrib = namespace.endswith(".contrib")
+    order = [api + ".contrib", api] + ([other + ".contrib", other] if contrib
+                                       else [other, other + ".contrib"])
+    return next((n for n in order if n != namespace and name in table[n]), None)
+
+
 def missing_message(spelled: str, name: str, version: str, sources: list[str],
-                    elsewhere: str | None = None, unfetched: tuple = ()) -> str:
+                    elsewhere: str | None = None, unfetched: tuple = (),
+                    namespace: str | None = None) -> str:
     """The ``[check]`` text for an operator the installed MXNet lacks; ``elsewhere``: the
     namespace where the installed MXNet has the name; ``unfetched``: submodules not checked
-    out, which may hold its source."""
+    out, which may hold its source; ``namespace``: the call's (an ``elsewhere`` of the other
+    API, Symbol or NDArray, is named as such: it takes the other kind of input)."""
     head = f"{spelled} is not in the installed MXNet {version}"
-    if elsewhere:
+    theirs, ours = (_API[n.split(".")[0]] if n else None for n in (elsewhere, namespace))
+    if elsewhere and ours and theirs != ours:
+        head += f" (only the {theirs} API has it: mx.{elsewhere}.{name}, which takes no {ours}s)"
+    elif elsewhere:
         head += f" (it has mx.{elsewhere}.{name}, which may take other parameters)"
     if name in COMPAT_OPERATORS:
         return (f"{head}: --write calls mxpatch_bind.compat.{name} instead, built from stock "
