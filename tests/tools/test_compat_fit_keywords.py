@@ -224,9 +224,11 @@ def test_force_rebind_or_iter_size_1_trains_a_module_bound_to_overwrite(contexts
 
 
 # --------------------------------------------------------------------------- epoch ends
-def test_each_epoch_ends_with_the_first_devices_own_arrays_on_every_device(contexts):
+@pytest.mark.parametrize("iter_size", [1, 2])
+def test_each_epoch_ends_with_the_first_devices_own_arrays_on_every_device(contexts, iter_size):
     # BatchNorm's statistics train on each device apart, so the devices differ at the end;
-    # the copy's get_params handed the first device's arrays on (stock averages them).
+    # the copy's get_params handed the first device's arrays on (stock averages them). Its
+    # loop did so with iter_size=1 too.
     symbol = net(batch_norm=True)
     batches = [device_batch(seed, (3, 2)) for seed in range(3)]
     last_batch, ends = {}, []
@@ -244,7 +246,7 @@ def test_each_epoch_ends_with_the_first_devices_own_arrays_on_every_device(conte
                             in zip(group.aux_names, group.aux_arrays)))
 
     mod = MutableModule(symbol, ["data"], ["softmax_label"], context=contexts)
-    mod.fit(Batches(batches), num_epoch=1, iter_size=2, arg_params=start(symbol)[0],
+    mod.fit(Batches(batches), num_epoch=1, iter_size=iter_size, arg_params=start(symbol)[0],
             aux_params=start(symbol)[1], batch_end_callback=at_batch_end,
             epoch_end_callback=at_epoch_end, optimizer_params=OPTIMIZER)
     assert ends == [True]

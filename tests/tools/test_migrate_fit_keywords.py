@@ -154,6 +154,21 @@ def test_a_fit_call_without_iter_size_gets_iter_size_1_to_keep_the_copys_loop(tm
     assert "[rewritten]" in added and "proj/core/module.py's fit trains by its own loop" in added
 
 
+@pytest.mark.parametrize("arguments, written", [
+    ("train, None, 'acc', None, None, 'local', 'sgd', OPTIMIZER, None",
+     "train, None, 'acc', None, None, 'local', 'sgd', OPTIMIZER, None, iter_size=1"),
+    ("train, None, 'acc', None, None, 'local', 'sgd', OPTIMIZER, None, 3",
+     "train, None, 'acc', None, None, 'local', 'sgd', OPTIMIZER, None, iter_size=3"),
+])
+def test_iter_size_1_is_written_unless_the_call_passes_it_even_by_position(tmp_path, capsys,
+                                                                           arguments, written):
+    # The copy's ninth parameter is eval_end_callback, its tenth iter_size.
+    train = tree(tmp_path, ke_copy(), "from core.module import MutableModule\n"
+                 "mod = MutableModule(net, ['data'], None)\n" f"mod.fit({arguments})\n")
+    run(capsys, tmp_path, "--write", "--delete-vendored")
+    assert train.read_text().splitlines()[2] == f"mod.fit({written})"
+
+
 POSITIONAL = textwrap.dedent('''\
     from core.module import MutableModule
     mod = MutableModule(net, ['data'], ['softmax_label'], context=[mx.cpu(0)])
