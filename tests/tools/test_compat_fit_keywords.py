@@ -132,10 +132,9 @@ def assert_bit_equal(got, expected):
     assert {k for k in got if not np.array_equal(got[k], expected[k])} == set()
 
 
-def compat_fit(batches, contexts, num_epoch, symbol=None, **fit):
+def compat_fit(batches, contexts, num_epoch, symbol=None, made=None, **fit):
     symbol = symbol or net()
-    mod = MutableModule(symbol, ["data"], ["softmax_label"], context=contexts,
-                        fixed_param_prefix=fit.pop("fixed_param_prefix", None))
+    mod = MutableModule(symbol, ["data"], ["softmax_label"], context=contexts, **(made or {}))
     arg_params, aux_params = start(symbol)
     mod.fit(Batches(batches), num_epoch=num_epoch, arg_params=arg_params,
             aux_params=aux_params, **fit)
@@ -164,16 +163,20 @@ def test_each_update_applies_the_sum_of_its_batches_gradients_as_stock_mxnet_by_
     assert_bit_equal(parameters(mod), expected)
 
 
+@pytest.mark.parametrize("max_shapes", [{}, {"max_data_shapes": [("data", (3, 5))],
+                                          "max_label_shapes": [("softmax_label", (3,))]}])
 def test_on_two_devices_with_changing_shapes_the_devices_sums_are_added_and_scaled_once(
-        contexts):
+        contexts, max_shapes):
     # Per-device batches whose shapes change (a reshape between batches keeps what was
-    # added up), fc1 frozen (its gradients are None), and the fork's default rescale_grad:
-    # 1 / number of devices, applied once to the sum, never divided by iter_size.
+    # added up; with max shapes, as 3DCE's scripts pass them, each batch is a view into the
+    # memory taken at the maximum), fc1 frozen (its gradients are None), and the fork's
+    # default rescale_grad: 1 / number of devices, applied once to the sum, never divided by
+    # iter_size.
     rows = [(3, 2), (2, 3), (1, 2), (3, 1), (2, 2)]
     batches = [device_batch(seed, r) for seed, r in enumerate(rows)]
     params = {"learning_rate": 0.3, "momentum": 0.9}
     mod = compat_fit(batches, contexts, 1, iter_size=2, optimizer_params=params,
-                     fixed_param_prefix=["fc1"])
+                     made=dict(max_shapes, fixed_param_prefix=["fc1"]))
     expected = stock_by_hand(net(), [[batches[0]], batches[1:3], batches[3:5]],
                              dict(params, rescale_grad=0.5), fixed_param_names=FROZEN)
     got = parameters(mod)
@@ -194,7 +197,8 @@ def grad_reqs(mod):
 
 
 def test_fit_binds_with_grad_req_add_for_the_parameters_it_trains(contexts):
-    mod = compat_fit([flat_batch(0)], contexts, 0, iter_size=2, fixed_param_prefix=["fc1"])
+    mod = compat_fit([flat_batch(0)], contexts, 0, iter_size=2,
+                     made={"fixed_param_prefix": ["fc1"]})
     assert grad_reqs(mod) == {"fc1_weight": "null", "fc1_bias": "null", "fc2_weight": "add",
                               "fc2_bias": "add"}
 
