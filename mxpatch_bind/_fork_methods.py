@@ -96,9 +96,13 @@ def fork_fit(self, train_data, eval_data=None, eval_metric='acc', epoch_end_call
     TypeError, ValueError
         ``iter_size`` is not a whole number of 1 or more, ``allow_extra`` is not a bool, or
         ``eval_batch_end_callback`` is a number (3DCE's ``iter_size`` passed by position);
-        raised before anything is bound.
+        raised before anything is bound. TypeError too for stock's other keywords
+        (``sparse_row_id_fn``) with ``iter_size``.
     """
     check_fit_keywords(iter_size, allow_extra, eval_batch_end_callback)
+    if iter_size is not None and kwargs:
+        raise TypeError(f"fit(iter_size=...) takes no {', '.join(sorted(kwargs))}: 3DCE's loop, "
+                        "which it runs, had none")
     if state is not None:
         if not os.path.isfile(os.fspath(state)):
             raise FileNotFoundError(f"fit(state={state!r}): no such optimizer-states file")
@@ -113,7 +117,7 @@ def fork_fit(self, train_data, eval_data=None, eval_metric='acc', epoch_end_call
                 batch_end_callback, kvstore, optimizer, optimizer_params, eval_end_callback,
                 iter_size, eval_batch_end_callback, initializer, arg_params, aux_params,
                 allow_missing, force_rebind, force_init, begin_epoch, num_epoch,
-                validation_metric, monitor, allow_extra, **kwargs)
+                validation_metric, monitor, allow_extra)
         return type(self).fit(
             self, train_data, eval_data=eval_data, eval_metric=eval_metric,
             epoch_end_callback=epoch_end_callback, batch_end_callback=batch_end_callback,

@@ -394,6 +394,14 @@ def test_a_value_the_keywords_cannot_take_is_refused_before_binding(contexts, fi
     assert not mod.binded
 
 
+def test_stocks_sparse_row_id_fn_is_refused_with_iter_size_whose_loop_had_none(contexts):
+    mod = MutableModule(net(), ["data"], ["softmax_label"], context=contexts)
+    with pytest.raises(TypeError, match=r"fit\(iter_size=...\) takes no sparse_row_id_fn"):
+        mod.fit(Batches([flat_batch(0)]), num_epoch=1, iter_size=2,
+                sparse_row_id_fn=lambda batch: {})
+    assert not mod.binded
+
+
 def test_a_call_in_3dces_positional_order_is_refused_naming_iter_size(contexts):
     # 3DCE's copy: fit(train_data, eval_data, eval_metric, epoch_end_callback,
     # batch_end_callback, kvstore, optimizer, optimizer_params, eval_end_callback, iter_size,
