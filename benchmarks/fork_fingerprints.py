@@ -28,7 +28,7 @@ REPOSITORIES = [
     "msracver/Relation-Networks-for-Object-Detection",
     "msracver/Flow-Guided-Feature-Aggregation", "msracver/Deep-Feature-Flow",
     "TuSimple/mx-maskrcnn", "enyac-group/AdaScale", "dhzhd1/road_obj_detect",
-    "jpulidojr/3DCE_new", "mahyarnajibi/SNIPER", "ijkguo/mx-rcnn",
+    "jpulidojr/3DCE_new", "mahyarnajibi/SNIPER", "ijkguo/mx-rcnn", "rsummers11/CADLab",
 ]
 HISTORY = {"ijkguo/mx-rcnn": "rcnn/core/module.py"}  # every revision of this path
 
@@ -36,15 +36,22 @@ HISTORY = {"ijkguo/mx-rcnn": "rcnn/core/module.py"}  # every revision of this pa
 # keyed by the first copy that shows the revision. Decided from reading the copies.
 COVERAGE = {
     "jpulidojr/3DCE_new:rcnn/core/module.py": (
-        False, "fit(train_data, ogdb, ..., iter_size=1): gradient accumulation over "
-        "iter_size batches, and ogdb as the second positional parameter, where stock fit "
-        "takes eval_data", "samples"),
+        False, "fit(train_data, ogdb, ...): after an epoch whose epoch_end_callback value is "
+        "below its target, the copy trains on a new AnchorLoader over a resample of ogdb (its "
+        "annealing), which compat does not do; ogdb is the second positional parameter, where "
+        "stock fit takes eval_data. Its iter_size is compat's fit(iter_size=)", "samples"),
+    "rsummers11/CADLab:lesion_detector_3DCE/rcnn/core/module.py": (
+        True, "fit(iter_size=): compat's fit(iter_size=) runs this copy's loop (grad_req='add', "
+        "one update per iter_size batches, each epoch ended with the first device's "
+        "parameters); its get_params returned the first device's arrays, compat's averages "
+        "the devices (the same values on one or two devices without per-device auxiliary "
+        "states)", "samples"),
     "dhzhd1/road_obj_detect:rfcn/core/module.py": (
-        False, "allow_extra threaded through Module.bind / set_params / init_params, "
-        "MutableModule.bind and fit(allow_extra=), which compat's fit does not take; "
-        "fit(state=) removed", "devices"),
+        True, "allow_extra threaded through Module.bind / set_params / init_params, "
+        "MutableModule.bind and fit(allow_extra=), which compat's fit takes (names the "
+        "network lacks are ignored either way); fit(state=) removed", "devices"),
     "dhzhd1/road_obj_detect:rfcn/core/DataParallelExecutorGroup.py": (
-        False, "__init__(allow_extra=) and set_params(allow_extra=)", "devices"),
+        True, "__init__(allow_extra=) and set_params(allow_extra=), both ignored", "devices"),
     "enyac-group/AdaScale:rfcn/core/module.py": (
         True, "MutableModule.init_params defaults allow_extra=True and does not pass it on; "
         "stock init_params (hence compat) ignores extra keys as that copy did", "devices"),

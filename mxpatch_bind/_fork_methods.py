@@ -4,13 +4,16 @@ functions that ``compat`` binds onto each stock module it returns.
 ``init_optimizer`` keeps the fork's default ``rescale_grad`` (1 / number of devices);
 ``fit`` takes the fork's ``prefix`` and ``state`` keywords and, for a module made with
 ``epoch_end_callback_first=True``, calls each ``epoch_end_callback`` with epoch -1 once the
-optimizer is set, as Relation Networks' copy did.
+optimizer is set, as Relation Networks' copy did. It also takes two keywords of modified
+copies: 3DCE's ``iter_size`` (its training loop, in :mod:`._accumulating_fit`) and
+road_obj_detect's ``allow_extra``.
 """
 
 import contextlib
 import os
 import warnings
 
+from ._accumulating_fit import accumulating_fit, check_fit_keywords
 from ._mxnet_env import import_mxnet
 from .horovod import is_horovod
 from .module.distributed import is_sync_dist
@@ -62,8 +65,10 @@ def fork_fit(self, train_data, eval_data=None, eval_metric='acc', epoch_end_call
               eval_batch_end_callback=None, initializer=_UNIFORM,
               arg_params=None, aux_params=None, allow_missing=False, force_rebind=False,
               force_init=False, begin_epoch=0, num_epoch=None, validation_metric=None,
-              monitor=None, prefix=None, state=None, **kwargs):
-    """``Module.fit`` that also takes the fork's ``prefix`` and ``state`` keywords.
+              monitor=None, prefix=None, state=None, *, iter_size=None, allow_extra=False,
+              **kwargs):
+    """``Module.fit`` that also takes the fork's ``prefix`` and ``state`` keywords, and the
+    ``iter_size`` and ``allow_extra`` keywords of two modified copies.
 
     ``prefix`` was accepted and ignored by the fork's ``MutableModule.fit`` (checkpoints
     come from ``epoch_end_callback``); it is ignored here too. ``state`` is the path of an
@@ -75,11 +80,29 @@ def fork_fit(self, train_data, eval_data=None, eval_metric='acc', epoch_end_call
     is called once with epoch ``-1`` and this call's ``arg_params`` / ``aux_params`` right
     after ``init_optimizer``, before the first epoch (Relation Networks' copy).
 
+    ``iter_size`` (keyword only; 3DCE's copy placed it after ``eval_end_callback``): given,
+    1 included, ``fit`` runs that copy's loop, which binds with ``grad_req='add'``, updates
+    after every ``iter_size`` batches with the sum of their gradients (scaled by
+    ``rescale_grad`` once) and ends each epoch with the first device's parameters
+    (:mod:`mxpatch_bind._accumulating_fit` lists what it keeps); None: stock's loop.
+    ``allow_extra`` (keyword only; road_obj_detect's copy): accepted as that copy took it;
+    names in ``arg_params`` / ``aux_params`` that the network lacks are ignored whatever its
+    value, by stock ``init_params`` as by that copy.
+
     Raises
     ------
     FileNotFoundError
         ``state`` names no file; raised before anything is bound.
+    TypeError, ValueError
+        ``iter_size`` is not a whole number of 1 or more, ``allow_extra`` is not a bool, or
+        ``eval_batch_end_callback`` is a number (3DCE's ``iter_size`` passed by position);
+        raised before anything is bound. TypeError too for stock's other keywords
+        (``sparse_row_id_fn``) with ``iter_size``.
     """
+    check_fit_keywords(iter_size, allow_extra, eval_batch_end_callback)
+    if iter_size is not None and kwargs:
+        raise TypeError(f"fit(iter_size=...) takes no {', '.join(sorted(kwargs))}: 3DCE's loop, "
+                        "which it runs, had none")
     if state is not None:
         if not os.path.isfile(os.fspath(state)):
             raise FileNotFoundError(f"fit(state={state!r}): no such optimizer-states file")
@@ -88,6 +111,13 @@ def fork_fit(self, train_data, eval_data=None, eval_metric='acc', epoch_end_call
         else:
             self._preload_opt_states = state  # stock init_optimizer loads it, then clears it
     with _epoch_end_first(self, epoch_end_callback, arg_params, aux_params):
+        if iter_size is not None:
+            return accumulating_fit(
+                self, train_data, eval_data, eval_metric, epoch_end_callback,
+                batch_end_callback, kvstore, optimizer, optimizer_params, eval_end_callback,
+                iter_size, eval_batch_end_callback, initializer, arg_params, aux_params,
+                allow_missing, force_rebind, force_init, begin_epoch, num_epoch,
+                validation_metric, monitor, allow_extra)
         return type(self).fit(
             self, train_data, eval_data=eval_data, eval_metric=eval_metric,
             epoch_end_callback=epoch_end_callback, batch_end_callback=batch_end_callback,

@@ -4,7 +4,8 @@ A public module: migrating a fork-based project is the one import line
 ``from mxpatch_bind.compat import MutableModule`` (``python -m mxpatch_bind migrate --write``
 makes that change). The constructors take the fork's arguments with the fork's defaults and
 return stock ``mx.mod.Module`` objects; the few behaviours of the fork that stock MXNet lacks
-(``max_data_shapes``, ``fit(prefix=, state=)``, the fork's default ``rescale_grad``) are
+(``max_data_shapes``, ``fit(prefix=, state=)``, the fork's default ``rescale_grad``, and
+two modified copies' ``fit(iter_size=)`` and ``fit(allow_extra=)``) are
 attached to the returned instance as bound methods, so its class stays whatever a
 per-device bind gives (``isinstance(module, mx.mod.Module)`` holds throughout).
 """
@@ -91,7 +92,8 @@ def MutableModule(symbol: Any, data_names: Optional[Sequence[str]],
     -------
     mxnet.module.Module
         A stock module with ``fixed_param_names`` set, and with per-instance ``bind`` (when
-        maximum shapes are given), ``fit`` (also accepts the fork's ``prefix`` and ``state``)
+        maximum shapes are given), ``fit`` (also accepts the fork's ``prefix`` and ``state``,
+        and 3DCE's ``iter_size`` and road_obj_detect's ``allow_extra`` by keyword)
         and ``init_optimizer`` (the fork's default ``rescale_grad``).
 
     Raises

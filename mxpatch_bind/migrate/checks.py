@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from . import positions
 from .fork import VENDORED_GROUP, dotted
 from .names import Names
 
@@ -55,7 +56,7 @@ STOCK_PARAMETERS = {
     "get_outputs": ("merge_multi_context",),
     "save_checkpoint": ("prefix", "epoch", "save_optimizer_states", "remove_amp_cast"),
 }
-COMPAT_EXTRAS = {"fit": ("prefix", "state")}
+COMPAT_EXTRAS = {"fit": ("prefix", "state", "iter_size", "allow_extra")}
 
 
 class FileChecks:
@@ -259,12 +260,45 @@ class FileChecks:
             theirs = copy_params[index] if index < len(copy_params) else None
             ours = stock[index] if index < len(stock) else None
             if ours is None or (theirs is not None and theirs != ours):
-                self.add(node, CHECK, f'{where}: positional argument {index + 1} is '
-                                      f'{theirs or "not a parameter"} in '
-                                      f'{copy_rel or COMPAT_MODULE} but {ours or "not a parameter"}'
-                                      f' in stock Module.{method}; pass it by keyword, or port the '
-                                      'copy\'s change')
+                text = (f'{where}: positional argument {index + 1} is {theirs or "not a parameter"}'
+                        f' in {copy_rel or COMPAT_MODULE} but {ours or "not a parameter"} in '
+                        f'stock Module.{method}')
+                self._by_keyword(node, text, index, copy_rel, copy_params[index:], accepted)
                 break
+        if method == "fit":
+            self._iter_size(node, where, copy_rel, copy_params)
+
+    def _by_keyword(self, node, text, index, copy_rel, names, accepted):
+        """The call's arguments from ``index`` on passed by the copy's names, where the copy
+        is deleted and compat takes those names; else a [check]."""
+        copy = self.scan.copies.get(copy_rel) if copy_rel is not None else None
+        key = self.import_keys.get(copy_rel)
+        names = names[:len(node.args) - index]
+        insertions = None
+        if copy is not None and copy.revision.covered and key is not None \
+                and set(names) <= set(accepted):
+            insertions = positions.keyword_insertions(node, index, names, self.lines,
+                                                      self.view_lines)
+        if insertions is None:
+            self.add(node, CHECK, f"{text}; pass it by keyword, or port the copy's change")
+            return
+        self.add(node, REWRITE, f'{text}: passes arguments {index + 1} to {len(node.args)} by '
+                                f'the copy\'s names ({", ".join(n + "=" for n in names)})',
+                 edit=("keyword",) + insertions[0] + (key,) + tuple(insertions[1:]))
+
+    def _iter_size(self, node, where, copy_rel, copy_params):
+        """A fit call of a deleted copy whose fit took iter_size (3DCE's loop) gets
+        iter_size=1 when it passes none: compat's fit runs that loop only when it is given."""
+        copy = self.scan.copies.get(copy_rel) if copy_rel is not None else None
+        if (copy is None or not copy.revision.covered or "iter_size" not in copy_params
+                or any(k.arg == "iter_size" for k in node.keywords)
+                or len(node.args) > copy_params.index("iter_size")):
+            return
+        self._write_keyword(node, copy_rel, "iter_size=1",
+                            f"{where}(...): {copy_rel}'s fit trains by its own loop (gradients "
+                            "added up with grad_req='add', each epoch ended with the first "
+                            "device's parameters), which compat's fit runs when iter_size is "
+                            "given: ")
 
     def _copy_note(self, copy_rel, method):
         copy = self.scan.copies.get(copy_rel) if copy_rel is not None else None

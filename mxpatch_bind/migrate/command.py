@@ -205,7 +205,7 @@ def _edited(text, chosen, filename):
     made = set()
     new = text
     if keywords:
-        new = edits.insert_keywords(new, [k[1:4] for k in keywords])
+        new = edits.insert_keywords(new, edits.keyword_insertions(keywords))
     if imports:
         lines_of = {(line, level, module) for line, level, module in imports}
         new, rewritten = edits.rewrite_imports(new, lines_of, filename)
@@ -213,7 +213,7 @@ def _edited(text, chosen, filename):
         if keywords and any(k[4][1:] not in rewritten for k in keywords):
             # the construction would call the vendored class with compat's keyword: redo
             kept = [k for k in keywords if k[4][1:] in rewritten]
-            new = edits.insert_keywords(text, [k[1:4] for k in kept])
+            new = edits.insert_keywords(text, edits.keyword_insertions(kept))
             new, rewritten = edits.rewrite_imports(new, lines_of, filename)
             keywords = kept
         made |= set(keywords)

@@ -35,6 +35,12 @@ def insert_keywords(text: str, insertions: list[tuple[int, int, str]]) -> str:
     return text
 
 
+def keyword_insertions(keyword_edits: list[tuple]) -> list[tuple[int, int, str]]:
+    """The ``(line, column, text)`` insertions of ``('keyword', line, column, text, import
+    key, *more insertions)`` edits: one keyword added, or several arguments named."""
+    return [insertion for edit in keyword_edits for insertion in (edit[1:4], *edit[5:])]
+
+
 def parses_as_python3(text: str) -> bool:
     try:
         ast.parse(text)

@@ -213,15 +213,45 @@ def classify(tree: ast.Module, kind: str) -> Revision:
 
     A copy that matches no revision exactly but whose every method signature is one of
     a covered revision's (an abridged copy) is covered; otherwise the differences name each
-    method, parameter and default that no covered revision has.
+    method, parameter and default that no covered revision has. Either way, code that
+    differs where signatures cannot show it (:func:`rebind_contexts`) is named too, and such
+    a copy is not covered.
     """
     found = signatures(tree)
+    code = [f"MutableModule.forward rebinds a changed shape on context={source} (line {line}), "
+            "not on every context: with more than one, the copy ran the first device alone "
+            "from then on; compat keeps every context" for line, source in rebind_contexts(tree)]
     known = [(name, r) for name, r in REVISIONS.items() if r["kind"] == kind]
     for name, revision in known:
         if revision["methods"] == found:
-            return Revision(name, revision["covered"], [], revision["note"])
-    differences = _differences(found, [r["methods"] for _, r in known if r["covered"]])
+            return Revision(name, revision["covered"] and not code, code, revision["note"])
+    differences = _differences(found, [r["methods"] for _, r in known if r["covered"]]) + code
     return Revision(None, not differences, differences, "")
+
+
+# --------------------------------------------------------------------------- forward's rebind
+# The contexts the family's MutableModule.forward rebinds on when a shape changes: all of them
+# (mx-rcnn's line) or the batch's devices (the Deformable-ConvNets line; xrange in Python 2).
+_EVERY_CONTEXT = frozenset({
+    "self._context",
+    "[self._context[i] for i in range(len(data_batch.provide_data))]",
+    "[self._context[i] for i in xrange(len(data_batch.provide_data))]",
+})
+
+
+def rebind_contexts(tree: ast.Module) -> list[tuple[int, str]]:
+    """``(line, source)`` of each ``Module(...)`` in the copy's ``MutableModule.forward``
+    whose ``context`` is none of the family's forms for every context (road_obj_detect's
+    ``[self._context[0]]``; a missing one is Module's default, the CPU)."""
+    forward = _method(_classes(tree).get("MutableModule"), "forward")
+    out = []
+    for node in ast.walk(forward) if forward is not None else ():
+        if isinstance(node, ast.Call) and (dotted(node.func) or "").split(".")[-1] == "Module":
+            given = [k.value for k in node.keywords if k.arg == "context"] + node.args[4:5]
+            source = ast.unparse(given[0]) if given else "(Module's default)"
+            if source not in _EVERY_CONTEXT:
+                out.append((node.lineno, source))
+    return out
 
 
 def _differences(found, known):

@@ -52,9 +52,10 @@ class Copy:
 
     def summary(self):
         """What makes this copy more than a revision compat covers, in a few words."""
+        said = "; ".join(filter(None, [self.revision.note] + self.revision.differences))
         if self.revision.name is not None:
-            return f"known revision {self.revision.name}: {self.revision.note}"
-        return "; ".join(self.revision.differences) or "an abridged known revision"
+            return f"known revision {self.revision.name}: {said}"
+        return said or "an abridged known revision"
 
 
 class Parsed:
