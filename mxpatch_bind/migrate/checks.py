@@ -67,7 +67,8 @@ class FileChecks:
         self.lines, self.view_lines = lines, view_lines  # the file's, and what ast read
         self.fork_names = {}      # local name -> (class, vendored copy or None for compat)
         self.prefetchers = set(PREFETCHING_ITERS)
-        self.fork_objects = {}    # dotted name -> (class, vendored copy or None)
+        # dotted name -> (class, vendored copy or None, the name its class was called by)
+        self.fork_objects = {}
         # local name -> key of the rewritten import that binds it (a name bound by an import
         # --write leaves alone stays the copy's class, which takes none of compat's keywords)
         self.import_keys = {}
@@ -86,7 +87,8 @@ class FileChecks:
             if isinstance(node, ast.Assign) and self._fork_class(node.value):
                 for target in node.targets:
                     if dotted(target):
-                        self.fork_objects[dotted(target)] = self._fork_class(node.value)
+                        self.fork_objects[dotted(target)] = \
+                            self._fork_class(node.value) + (node.value.func.id,)
         for scope in _scopes(self.tree):
             self._scope(scope)
 
@@ -207,12 +209,12 @@ class FileChecks:
                             "epoch_end_callback with epoch -1 before training (a prefix-0000 "
                             "checkpoint); stock fit does not: ")
 
-    def _write_keyword(self, node, keyword, message):
-        """``keyword`` added to the construction ``node`` (a [rewritten] line), or a [check]
-        to add it by hand where it cannot be placed or the import that binds the class's name
-        here is not rewritten."""
+    def _write_keyword(self, node, keyword, message, local=None):
+        """``keyword`` added to the call ``node`` (a [rewritten] line), or a [check] to add it
+        by hand where it cannot be placed or the import that binds the class's name here
+        (``local``: the construction's own) is not rewritten."""
         insertion = _keyword_insertion(node, self.lines, self.view_lines, keyword)
-        key = self.import_keys.get(node.func.id)
+        key = self.import_keys.get(node.func.id if local is None else local)
         if insertion is None or key is None:
             self.add(node, CHECK, message + f"add {keyword} by hand")
         else:
@@ -243,7 +245,7 @@ class FileChecks:
                             f"{text}; fixed_param_prefix freezes by {rule} ({where}: {source}), "
                             "not compat's default substring rule: ")
 
-    def _method_call(self, node, receiver, cls, copy_rel):
+    def _method_call(self, node, receiver, cls, copy_rel, local):
         method = node.func.attr
         if method not in STOCK_PARAMETERS:
             return
@@ -263,16 +265,18 @@ class FileChecks:
                 text = (f'{where}: positional argument {index + 1} is {theirs or "not a parameter"}'
                         f' in {copy_rel or COMPAT_MODULE} but {ours or "not a parameter"} in '
                         f'stock Module.{method}')
-                self._by_keyword(node, text, index, copy_rel, copy_params[index:], accepted)
+                self._by_keyword(node, text, index, copy_rel, local, copy_params[index:],
+                                 accepted)
                 break
         if method == "fit":
-            self._iter_size(node, where, copy_rel, copy_params)
+            self._iter_size(node, where, copy_rel, local, copy_params)
 
-    def _by_keyword(self, node, text, index, copy_rel, names, accepted):
+    def _by_keyword(self, node, text, index, copy_rel, local, names, accepted):
         """The call's arguments from ``index`` on passed by the copy's names, where the copy
-        is deleted and compat takes those names; else a [check]."""
+        is deleted (the import that binds the object's class is rewritten) and compat takes
+        those names; else a [check]."""
         copy = self.scan.copies.get(copy_rel) if copy_rel is not None else None
-        key = self.import_keys.get(copy_rel)
+        key = self.import_keys.get(local)
         names = names[:len(node.args) - index]
         insertions = None
         if copy is not None and copy.revision.covered and key is not None \
@@ -286,7 +290,7 @@ class FileChecks:
                                 f'the copy\'s names ({", ".join(n + "=" for n in names)})',
                  edit=("keyword",) + insertions[0] + (key,) + tuple(insertions[1:]))
 
-    def _iter_size(self, node, where, copy_rel, copy_params):
+    def _iter_size(self, node, where, copy_rel, local, copy_params):
         """A fit call of a deleted copy whose fit took iter_size (3DCE's loop) gets
         iter_size=1 when it passes none: compat's fit runs that loop only when it is given."""
         copy = self.scan.copies.get(copy_rel) if copy_rel is not None else None
@@ -294,11 +298,11 @@ class FileChecks:
                 or any(k.arg == "iter_size" for k in node.keywords)
                 or len(node.args) > copy_params.index("iter_size")):
             return
-        self._write_keyword(node, copy_rel, "iter_size=1",
+        self._write_keyword(node, "iter_size=1",
                             f"{where}(...): {copy_rel}'s fit trains by its own loop (gradients "
                             "added up with grad_req='add', each epoch ended with the first "
                             "device's parameters), which compat's fit runs when iter_size is "
-                            "given: ")
+                            "given: ", local=local)
 
     def _copy_note(self, copy_rel, method):
         copy = self.scan.copies.get(copy_rel) if copy_rel is not None else None
