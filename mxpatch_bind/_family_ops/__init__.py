@@ -8,8 +8,13 @@ from that build's C++/CUDA (facts, not code), and the ``CustomOp`` that runs it 
 """
 
 from ._arguments import OperatorArgumentError
+from .mask_target import MaskRcnnTarget
+from .multi_proposal import MultiProposal
+from .proposal_target import MultiProposalTarget
+from .proposal_target_mask import MultiProposalTargetMask
 from .roi_align import ROIAlign
 
 # What compat exports from here: the operators by the names the family calls, and the error.
-FAMILY_OPERATORS = ["ROIAlign", "OperatorArgumentError"]
+FAMILY_OPERATORS = ["ROIAlign", "MultiProposal", "MultiProposalTarget",
+                    "MultiProposalTargetMask", "MaskRcnnTarget", "OperatorArgumentError"]
 __all__ = FAMILY_OPERATORS

@@ -12,7 +12,7 @@ import numbers
 from typing import Any
 
 __all__ = ["OperatorArgumentError", "positive_int", "int_at_least", "float_in", "float_tuple",
-           "pair", "parse", "spell"]
+           "pair", "parse", "spell", "number"]
 
 
 class OperatorArgumentError(ValueError):
@@ -55,6 +55,11 @@ def float_in(op: str, name: str, value: Any, low: float, high: float) -> float:
             or not low <= float(value) <= high:
         raise _refuse(op, name, value, f"a number in [{low}, {high}]")
     return float(value)
+
+
+def number(op: str, name: str, value: Any) -> float:
+    """``value`` as a float (any real number, not a bool)."""
+    return float_in(op, name, value, float("-inf"), float("inf"))
 
 
 def float_tuple(op: str, name: str, value: Any) -> tuple:
