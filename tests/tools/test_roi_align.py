@@ -211,6 +211,19 @@ def test_nan_samples_never_win_and_a_bin_of_nothing_else_stays_at_minus_flt_max(
     assert grad_data[0, 0, 0, 0] == 0.25 and np.count_nonzero(grad_data) == 1
 
 
+@pytest.mark.parametrize("x1, gets", [(1.0, 0.0), (0.5, 0.25)])
+def test_a_bin_without_a_winner_passes_pixel_0_0_a_quarter_only_within_a_pixel_of_the_roi(
+        x1, gets):
+    # The kernel's arg-max of -1 clamps to pixel (0, 0), whose gradient it then adds only
+    # where 0 > x1 - 1 (strictly): a ROI from x = 1 leaves it out, one from 0.5 does not.
+    data = np.full((1, 1, 4, 4), np.nan, np.float32)
+    rois = np.array([[0, x1, 0.5, 3, 3]], np.float32)
+    _, grad_data, _ = run_symbol(data, rois, (1, 1), 1.0)
+    assert grad_data[0, 0, 0, 0] == gets and np.count_nonzero(grad_data) == (gets > 0)
+    np.testing.assert_array_equal(
+        grad_data, reference_backward(data, rois, np.ones((1, 1, 1, 1), np.float32), (1, 1), 1.0))
+
+
 def test_the_gradient_accumulates_under_grad_req_add():
     data = np.random.RandomState(4).randn(1, 2, 6, 6).astype(np.float32)
     rois = np.array([[0, 1, 1, 4, 5]], np.float32)

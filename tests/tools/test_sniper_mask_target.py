@@ -185,7 +185,8 @@ def test_a_malformed_polygon_row_gives_an_empty_mask_of_its_class(row):
     assert not targets.any() and (classes == 4).all()
 
 
-@pytest.mark.parametrize("mask_id, image", [(5, 0), (-3, 0), (0, 2), (np.nan, 0)])
+@pytest.mark.parametrize("mask_id, image", [(3, 0), (5, 0), (-3, 0), (0, 2), (1, 1),
+                                            (np.nan, 0)])
 def test_an_id_or_image_outside_the_inputs_counts_as_no_mask(mask_id, image):
     targets, classes = run(np.array([[image, 0, 0, 10, 10]], np.float32), polygon_rows()[:1],
                            np.array([[mask_id]], np.float32), mask_size=4, num_proposals=1)

@@ -170,6 +170,67 @@ def test_the_odd_chips_equal_the_cuda_code(case):
                                                                **_reference_args()))
 
 
+def anchors_in_place(images=1):
+    """Zero deltas: each proposal is its anchor, clipped; ratio 1, scale 2: 32 x 32 anchors,
+    whose area without the + 1 is 31 * 31 = 961."""
+    arrays = chips(16, images=images, anchors=2)
+    arrays[1][:] = 0
+    arrays[2][:] = [[200, 200, 1]] * images
+    return arrays
+
+
+BOUNDARY = dict(feature_stride=16, ratios=(1.0,), scales=(2.0, 4.0))
+
+
+def test_a_box_whose_area_is_the_upper_bound_squared_is_dropped_and_the_lower_kept():
+    arrays = anchors_in_place()
+    arrays[3][:] = -1
+
+    def areas(valid_range):
+        arrays[4][:] = [valid_range]
+        (rois, _, _, _), _ = run(MultiProposalTarget, arrays, rpn_post_nms_top_n=40, **BOUNDARY)
+        return ((rois[:, 3] - rois[:, 1]) * (rois[:, 4] - rois[:, 2])).tolist()
+
+    assert 961.0 in areas([31, 61])  # [961, 3721): the whole scale-2 anchors are in
+    assert 961.0 not in areas([0, 31])  # [0, 961): now out
+
+
+@pytest.mark.parametrize("function, placed", [(MultiProposalTarget, True),
+                                              (MultiProposalTargetMask, False)])
+def test_ground_truth_of_area_exactly_the_upper_bound_squared_is_placed_by_one_operator_only(
+        function, placed):
+    # MultiProposalTarget's host code keeps area <= hi², MultiProposalTargetMask's area < hi².
+    arrays = anchors_in_place()
+    arrays[3][:] = -1
+    arrays[3][0, 0] = [100, 100, 131, 131, 1]  # area 31 * 31
+    arrays[4][:] = [[0, 31]]
+    outputs, _ = run(function, arrays, rpn_post_nms_top_n=5, **BOUNDARY,
+                     **({"max_gts": 4} if function is MultiProposalTargetMask else {}))
+    assert (outputs[0][-1, 1:].tolist() == [100, 100, 131, 131]) == placed
+
+
+def test_of_two_ground_truth_boxes_overlapping_a_roi_equally_the_first_gives_its_label():
+    arrays = chips(17, images=1)
+    arrays[3][:] = -1
+    arrays[3][0, :2] = [[10, 10, 60, 50, 3], [10, 10, 60, 50, 4]]  # the same box, two classes
+    outputs, _ = run(MultiProposalTarget, arrays, rpn_post_nms_top_n=30, **ANCHORS)
+    labels = outputs[1].ravel()
+    assert 3 in labels and 4 not in labels
+
+
+def test_mask_rois_leave_out_the_rois_labelled_to_be_ignored():
+    arrays = chips(18, images=1)
+    arrays[3][:] = -1
+    # Two rows of a class: SNIPER reads the first two, the first of which has the ignore label.
+    arrays[3][0, :3] = [[10, 10, 60, 50, -1], [100, 100, 150, 140, 2], [5, 100, 40, 140, 3]]
+    (_, label, _, _, mask_rois, mask_ids), _ = run(
+        MultiProposalTargetMask, arrays, rpn_post_nms_top_n=30, max_gts=4, max_masks=30,
+        **ANCHORS)
+    assert (label == -1).any() and (label == 2).any()
+    assert set(mask_ids.ravel().tolist()) == {1.0, -1.0}
+    assert (mask_ids != -1).sum() == (label == 2).sum()
+
+
 @pytest.mark.parametrize("grad_req", ["write", "add"])
 def test_no_gradient_flows_back_through_the_targets(grad_req):
     arrays = chips(11)
