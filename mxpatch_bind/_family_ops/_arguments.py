@@ -58,8 +58,10 @@ def float_in(op: str, name: str, value: Any, low: float, high: float) -> float:
 
 
 def number(op: str, name: str, value: Any) -> float:
-    """``value`` as a float (any real number, not a bool)."""
-    return float_in(op, name, value, float("-inf"), float("inf"))
+    """``value`` as a float (any real number but NaN; not a bool)."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or value != value:
+        raise _refuse(op, name, value, "a number")
+    return float(value)
 
 
 def float_tuple(op: str, name: str, value: Any) -> tuple:
