@@ -239,6 +239,23 @@ def test_the_gradient_accumulates_under_grad_req_add():
     assert (executor.grad_dict["rois"].asnumpy() == 3.0).all()
 
 
+@pytest.mark.parametrize("second_is_train", [True, False])
+def test_the_backward_is_the_gradient_at_the_inputs_of_the_last_forward(second_is_train):
+    # The operator keeps a training forward's arg-max for its backward; a forward on other
+    # inputs after it must not leave the backward the first one's.
+    rng = np.random.RandomState(12)
+    first, second = (rng.randn(1, 2, 6, 6).astype(np.float32) for _ in range(2))
+    rois = np.array([[0, 0, 0, 5, 5], [0, 1, 2, 4, 5]], np.float32)
+    symbol = ROIAlign(mx.sym.Variable("data"), mx.sym.Variable("rois"), (2, 2), 1.0)
+    executor = symbol.simple_bind(mx.cpu(0), data=first.shape, rois=rois.shape)
+    executor.forward(is_train=True, data=first, rois=rois)
+    executor.forward(is_train=second_is_train, data=second, rois=rois)
+    executor.backward(out_grads=[mx.nd.ones((2, 2, 2, 2))])
+    np.testing.assert_array_equal(
+        executor.grad_dict["data"].asnumpy(),
+        reference_backward(second, rois, np.ones((2, 2, 2, 2), np.float32), (2, 2), 1.0))
+
+
 def test_the_result_is_the_same_on_a_second_cpu_context():
     data = np.random.RandomState(5).randn(2, 2, 9, 11).astype(np.float32)
     first = run_symbol(data, ODD_ROIS, (2, 2), 0.5, context=mx.cpu(0))
