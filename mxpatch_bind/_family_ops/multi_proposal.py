@@ -82,7 +82,8 @@ def MultiProposal(cls_prob: Any = None, bbox_pred: Any = None, im_info: Any = No
     from OpenMP threads, so its padding is comparable only in a process where nothing else
     called ``rand()``, one image at a time. Scores are compared as SNIPER's code compares
     them; equal scores keep the lower anchor index first, and a NaN score counts as dropped
-    (``std::sort`` leaves both unspecified).
+    (``std::sort`` leaves both unspecified). ``exp`` is the C library's ``expf``, as the C++
+    calls it.
 
     Examples
     --------

@@ -92,7 +92,8 @@ def MultiProposalTarget(cls_prob: Any = None, bbox_pred: Any = None, im_info: An
     areas with ``+ 1`` and NMS-es the best 6000 only. Where the CUDA build is undefined this
     operator defines it: equal scores keep the lower anchor index first (the kernel's thread
     layout decides there), a NaN score counts as dropped, and ground truth that would land
-    before the chip's first row (more boxes than rois) is not placed.
+    before the chip's first row (more boxes than rois) is not placed. ``exp`` is the C
+    library's ``expf``; CUDA's may differ from it in the last bits of a box corner.
 
     Examples
     --------

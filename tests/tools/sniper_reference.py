@@ -9,11 +9,16 @@ at each step (ties to the lower anchor index, which the drop-in defines); the CP
 runs, a sort and a pass. A NaN score counts as dropped, as the drop-ins define it.
 """
 
+import ctypes
+import ctypes.util
 import math
 
 import numpy as np
 
 f32 = np.float32
+# C's exp of a float is the C library's expf, which SNIPER's C++ calls.
+LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
+LIBM.expf.restype, LIBM.expf.argtypes = ctypes.c_float, [ctypes.c_float]
 
 
 def anchors(stride, ratios, scales):
@@ -79,7 +84,8 @@ def decode(box, deltas, info, cuda):
     ctr_y = f32(float(box[1]) + 0.5 * (float(height) - 1.0))
     dx, dy, dw, dh = (f32(d) for d in deltas)
     pred_ctr_x, pred_ctr_y = f32(f32(dx * width) + ctr_x), f32(f32(dy * height) + ctr_y)
-    pred_w, pred_h = f32(np.exp(dw) * width), f32(np.exp(dh) * height)
+    pred_w = f32(f32(LIBM.expf(float(dw))) * width)
+    pred_h = f32(f32(LIBM.expf(float(dh))) * height)
     corners = [f32(float(pred_ctr_x) - 0.5 * (float(pred_w) - 1.0)),
                f32(float(pred_ctr_y) - 0.5 * (float(pred_h) - 1.0)),
                f32(float(pred_ctr_x) + 0.5 * (float(pred_w) - 1.0)),

@@ -70,6 +70,17 @@ def test_the_generator_returns_what_glibc_rand_returns(seed):
     assert [ours.rand() for _ in range(2000)] == [LIBC.rand() for _ in range(2000)]
 
 
+def test_the_size_deltas_go_through_the_c_librarys_expf_and_without_it_exp_in_double(
+        monkeypatch):
+    from mxpatch_bind._family_ops import proposals
+    deltas = np.random.RandomState(19).uniform(-8, 8, 3000).astype(np.float32)
+    expected = [reference.LIBM.expf(float(d)) for d in deltas]
+    assert proposals.expf(deltas).tolist() == [float(np.float32(e)) for e in expected]
+    monkeypatch.setattr(proposals, "_EXPF", None)
+    np.testing.assert_array_equal(proposals.expf(deltas),
+                                  np.exp(deltas.astype(np.float64)).astype(np.float32))
+
+
 # -- MultiProposal ------------------------------------------------------------------------------
 
 def multi_proposal_reference(arrays, post):
