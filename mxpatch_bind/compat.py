@@ -26,12 +26,15 @@ mx = import_mxnet()
 from mxnet.io import DataDesc  # noqa: E402  (MXNet is imported, or named broken, above)
 
 from ._channel_operator import ChannelOperator  # noqa: E402
+from ._family_ops import FAMILY_OPERATORS  # noqa: E402
+from ._family_ops import *  # noqa: E402,F401,F403  (the family's operators, one module each)
 from ._fork_methods import fork_fit, fork_init_optimizer  # noqa: E402
 from .errors import ShapeSpecError  # noqa: E402
 from .module.shapes import FORK_INPUTS, is_device_entry  # noqa: E402
 from .module.transactions import all_or_nothing  # noqa: E402
 
-__all__ = ["MutableModule", "Module", "fixed_param_names_from_prefix", "ChannelOperator"]
+__all__ = ["MutableModule", "Module", "fixed_param_names_from_prefix", "ChannelOperator",
+           *FAMILY_OPERATORS]
 
 # The fork's defaults, as module-level values (one object each, as the fork's were).
 _CPU = mx.cpu()

@@ -116,6 +116,13 @@ def _is_cuda_extension(scan, rel, node):
     return target is not None and target.kind == "extension"
 
 
+def _elsewhere(table, namespace, name):
+    """The namespace of the same kind (symbol or ndarray) where the installed MXNet has
+    ``name``, or None."""
+    return next((other for other in ("sym.contrib", "sym", "nd.contrib", "nd")
+                 if other[:2] == namespace[:2] and name in table[other]), None)
+
+
 def operator_findings(scan):
     """A ``[check]`` at each call of an operator the installed MXNet lacks."""
     found = [(rel, *call) for rel, parsed in sorted(scan.files.items())
@@ -131,9 +138,10 @@ def operator_findings(scan):
         return
     sources = None
     for rel, line, namespace, name, spelled in found:
-        if name not in table[namespace] and name in operators.COMPAT_OPERATORS:
+        if name not in table[namespace] and operators.replaces(namespace, name):
             scan.add(rel, line, REWRITE, operators.missing_message(
-                spelled, name, table["version"], []), edit=("compat-op",))
+                spelled, name, table["version"], [], _elsewhere(table, namespace, name),
+                drop_in=True), edit=("compat-op",))
         elif name not in table[namespace]:
             sources = operators.own_sources(scan.root) if sources is None else sources
             scan.add(rel, line, CHECK, operators.missing_message(

@@ -7,7 +7,8 @@ SNIPER's ``MultiProposalTarget``); the five Deformable-ConvNets needs ship with 
 installed MXNet, which is asked in a child process (``migrate`` itself never imports MXNet),
 once per run. What is missing is a ``[check]`` naming the repository's own C++ source of
 the operator where it has one (``MXNET_REGISTER_OP_PROPERTY(_contrib_X, ...)``,
-``NNVM_REGISTER_OP(X)``), or what :mod:`mxpatch_bind.compat` provides instead.
+``NNVM_REGISTER_OP(X)``), or a ``[rewrite]`` to what :mod:`mxpatch_bind.compat` provides
+instead (FCIS's ``ChannelOperator``, mx-maskrcnn's ``ROIAlign``, SNIPER's four).
 """
 
 from __future__ import annotations
@@ -37,8 +38,26 @@ print(json.dumps({"version": mx.__version__, "sym.contrib": dir(mx.sym.contrib),
 _REGISTER = re.compile(r"(?:MXNET_REGISTER_OP_PROPERTY|NNVM_REGISTER_OP|MXNET_REGISTER_SIMPLE_OP)"
                        r"\(\s*(?:_contrib_)?(\w+)")
 _SOURCES = (".cc", ".cu", ".cpp", ".h")
-# What mxpatch_bind.compat provides in stock operators, by the name the family calls.
-COMPAT_OPERATORS = {"ChannelOperator"}
+_EVERY_NAMESPACE = ("sym.contrib", "nd.contrib", "sym", "nd")
+# What mxpatch_bind.compat provides, by the name the family calls: the namespaces where a call
+# means the family's operator, and what the drop-in is. mx-maskrcnn and SNIPER registered
+# theirs outside contrib (``mx.sym.ROIAlign``); stock MXNet's contrib.ROIAlign and
+# contrib.MultiProposal are other computations, so a call there is left alone.
+_NUMPY = "a NumPy operator on the CPU with {}'s semantics"
+COMPAT_OPERATORS = {
+    "ChannelOperator": (_EVERY_NAMESPACE, "built from stock operators"),
+    "ROIAlign": (("sym", "nd"), _NUMPY.format("mx-maskrcnn")),
+    "MultiProposal": (("sym", "nd"), _NUMPY.format("SNIPER")),
+    "MultiProposalTarget": (("sym", "nd"), _NUMPY.format("SNIPER")),
+    "MultiProposalTargetMask": (("sym", "nd"), _NUMPY.format("SNIPER")),
+    "MaskRcnnTarget": (("sym", "nd"), _NUMPY.format("SNIPER")),
+}
+
+
+def replaces(namespace: str, name: str) -> bool:
+    """Whether a call of ``name`` in ``namespace`` (``'sym.contrib'``, ``'nd'``, ...) means an
+    operator :mod:`mxpatch_bind.compat` provides."""
+    return namespace in COMPAT_OPERATORS.get(name, ((), ""))[0]
 _API = {"sym": "Symbol", "nd": "NDArray"}  # what each namespace's operators take
 
 
@@ -123,20 +142,23 @@ def elsewhere(table: dict, namespace: str, name: str) -> str | None:
 
 def missing_message(spelled: str, name: str, version: str, sources: list[str],
                     elsewhere: str | None = None, unfetched: tuple = (),
-                    namespace: str | None = None) -> str:
-    """The ``[check]`` text for an operator the installed MXNet lacks; ``elsewhere``: the
-    namespace where the installed MXNet has the name; ``unfetched``: submodules not checked
-    out, which may hold its source; ``namespace``: the call's (an ``elsewhere`` of the other
-    API, Symbol or NDArray, is named as such: it takes the other kind of input)."""
+                    namespace: str | None = None, drop_in: bool = False) -> str:
+    """The ``[check]`` text for an operator the installed MXNet lacks, or with ``drop_in``
+    the ``[rewrite]`` text naming what :mod:`mxpatch_bind.compat` calls instead;
+    ``elsewhere``: the namespace where the installed MXNet has the name; ``unfetched``:
+    submodules not checked out, which may hold its source; ``namespace``: the call's (an
+    ``elsewhere`` of the other API, Symbol or NDArray, is named as such: it takes the other
+    kind of input)."""
     head = f"{spelled} is not in the installed MXNet {version}"
+    if drop_in:
+        return (f"{head}: --write calls mxpatch_bind.compat.{name} instead, "
+                f"{COMPAT_OPERATORS[name][1]}"
+                + (f" (mx.{elsewhere}.{name} computes otherwise)" if elsewhere else ""))
     theirs, ours = (_API[n.split(".")[0]] if n else None for n in (elsewhere, namespace))
     if elsewhere and ours and theirs != ours:
         head += f" (only the {theirs} API has it: mx.{elsewhere}.{name}, which takes no {ours}s)"
     elif elsewhere:
         head += f" (it has mx.{elsewhere}.{name}, which may take other parameters)"
-    if name in COMPAT_OPERATORS:
-        return (f"{head}: --write calls mxpatch_bind.compat.{name} instead, built from stock "
-                "operators")
     if sources:
         shown = ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3
                                           else "")
@@ -150,17 +172,20 @@ def missing_message(spelled: str, name: str, version: str, sources: list[str],
 
 
 def use_compat(text: str) -> str:
-    """``text`` (Python 3) with each call of an operator :data:`COMPAT_OPERATORS` names,
-    through any namespace, pointed at ``mxpatch_bind.compat`` (and that module imported)."""
+    """``text`` (Python 3) with each call of an operator :data:`COMPAT_OPERATORS` names, in
+    a namespace where it means the family's operator, pointed at ``mxpatch_bind.compat`` (and
+    that module imported). The drop-ins take the original's keywords and inputs in its
+    order, so the call's arguments stay as they are."""
     from .textedit import add_import
 
     tree = ast.parse(text)
     lines = text.splitlines(True)
     spans = []
+    meant = {(line, name) for line, namespace, name, _ in calls(tree)
+             if replaces(namespace, name)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in COMPAT_OPERATORS and (node.lineno, node.func.attr) in {
-                    (line, name) for line, _, name, _ in calls(tree)}:
+                and (node.lineno, node.func.attr) in meant:
             func = node.func
             if func.lineno == func.end_lineno:
                 spans.append((func.lineno, func.col_offset, func.end_col_offset, func.attr))

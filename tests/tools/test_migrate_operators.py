@@ -122,13 +122,13 @@ def test_an_operator_in_an_unfetched_submodule_or_another_namespace_says_so(tmp_
     root = write_tree(tmp_path, {
         ".gitmodules": '[submodule "SNIPER-mxnet"]\n\tpath = SNIPER-mxnet\n\turl = x\n',
         "symbols/net.py": "import mxnet as mx\n"
-                          "rois = mx.sym.MultiProposal(cls_prob=None, bbox_pred=None)\n"})
+                          "pooled = mx.sym.PSROIPooling(data=None, rois=None)\n"})
     (root / "SNIPER-mxnet").mkdir()
     status, lines = run_migrate(capsys, root)
     version = operators.installed()["version"]
     assert lines[0] == (
-        f"symbols/net.py:2: [check] mx.sym.MultiProposal is not in the installed MXNet "
-        f"{version} (it has mx.sym.contrib.MultiProposal, which may take other parameters), "
+        f"symbols/net.py:2: [check] mx.sym.PSROIPooling is not in the installed MXNet "
+        f"{version} (it has mx.sym.contrib.PSROIPooling, which may take other parameters), "
         "and the tree has no C++ source for it; its git submodule SNIPER-mxnet is not checked "
         "out (git submodule update --init) and may hold it")
     assert status == 1
@@ -142,3 +142,130 @@ def test_an_operator_is_found_through_every_import_form_of_mxnet():
     assert [(line, namespace, name) for line, namespace, name, _ in
             operators.calls(ast.parse(source))] == [(3, "sym.contrib", "ChannelOperator"),
                                                     (4, "nd", "Foo")]
+
+
+SNIPER_STYLE = {
+    ".gitmodules": '[submodule "SNIPER-mxnet"]\n\tpath = SNIPER-mxnet\n\turl = x\n',
+    "symbols/__init__.py": "",
+    "symbols/e2e.py": """\
+import mxnet as mx
+
+
+def get_symbol(post):
+    cls_prob, bbox_pred, im_info = (mx.sym.Variable(n) for n in ('cls', 'bbox', 'im_info'))
+    gt_boxes, valid_ranges = mx.sym.Variable('gt_boxes'), mx.sym.Variable('valid_ranges')
+    rois, label, bbox_target, bbox_weight = mx.sym.MultiProposalTarget(cls_prob=cls_prob,
+        bbox_pred=bbox_pred, im_info=im_info, gt_boxes=gt_boxes, valid_ranges=valid_ranges,
+        batch_size=1, rpn_post_nms_top_n=post, scales=(2.0, 4.0), ratios=(1.0,),
+        name='multi_proposal_target')
+    test_rois, _ = mx.sym.MultiProposal(cls_prob=cls_prob, bbox_pred=bbox_pred,
+        im_info=im_info, name='rois', batch_size=1, rpn_post_nms_top_n=post,
+        scales=(2.0, 4.0), ratios=(1.0,))
+    outputs = mx.sym.MultiProposalTargetMask(cls_prob=cls_prob, bbox_pred=bbox_pred,
+        im_info=im_info, gt_boxes=gt_boxes, valid_ranges=valid_ranges, batch_size=1,
+        rpn_post_nms_top_n=post, scales=(2.0, 4.0), ratios=(1.0,), max_gts=3, max_masks=2)
+    targets, classes = mx.sym.MaskRcnnTarget(rois=outputs[4], mask_polys=mx.sym.Variable('p'),
+        mask_ids=outputs[5], batch_size=1, mask_size=4, num_proposals=2)
+    stock = mx.sym.contrib.MultiProposal(cls_prob=cls_prob, bbox_pred=bbox_pred,
+        im_info=im_info, scales=(2.0, 4.0), ratios=(1.0,))
+    return mx.sym.Group([label, test_rois, targets, stock])
+""",
+    "run.py": """\
+import mxnet as mx
+import numpy as np
+from symbols import e2e
+
+if __name__ == '__main__':
+    rng = np.random.RandomState(0)
+    shapes = dict(cls=(1, 4, 3, 3), bbox=(1, 8, 3, 3), im_info=(1, 3), gt_boxes=(1, 3, 5),
+                  valid_ranges=(1, 2), p=(1, 3, 12))
+    executor = e2e.get_symbol(5).simple_bind(mx.cpu(), **shapes)
+    for name, shape in shapes.items():
+        executor.arg_dict[name][:] = rng.rand(*shape) * 40
+    executor.arg_dict['im_info'][:] = [[48, 48, 1]]
+    executor.arg_dict['valid_ranges'][:] = [[0, 1000]]
+    outputs = executor.forward(is_train=True)
+    print [o.shape for o in outputs]
+""",
+}
+
+
+def test_write_points_snipers_operators_at_compat_and_its_symbol_runs(tmp_path, capsys):
+    import subprocess
+    import sys
+    root = write_tree(tmp_path, SNIPER_STYLE)
+    (root / "SNIPER-mxnet").mkdir()
+    status, lines = run_migrate(capsys, root)
+    version = operators.installed()["version"]
+    numpy_op = "a NumPy operator on the CPU with SNIPER's semantics"
+    for line, name, stock in [(7, "MultiProposalTarget", ""),
+                              (11, "MultiProposal", " (mx.sym.contrib.MultiProposal computes "
+                                                    "otherwise)"),
+                              (14, "MultiProposalTargetMask", ""), (17, "MaskRcnnTarget", "")]:
+        assert (f"symbols/e2e.py:{line}: [rewrite] mx.sym.{name} is not in the installed "
+                f"MXNet {version}: --write calls mxpatch_bind.compat.{name} instead, "
+                f"{numpy_op}{stock}") in lines
+    assert not any(":19:" in line for line in lines)  # stock's contrib.MultiProposal stays
+    assert run_migrate(capsys, root, "--write", "--to-python3")[0] == 0
+    text = (root / "symbols/e2e.py").read_text()
+    assert "= mxpatch_bind.compat.MultiProposalTarget(cls_prob=cls_prob," in text
+    assert "stock = mx.sym.contrib.MultiProposal(" in text
+    ran = subprocess.run([sys.executable, "run.py"], cwd=root, capture_output=True, text=True,
+                         timeout=300)
+    assert (ran.returncode, ran.stdout) == (0, "[(5, 1), (5, 5), (2, 4, 4), (300, 5)]\n"), \
+        ran.stderr
+
+
+MASKRCNN_STYLE = {
+    "rcnn/__init__.py": "",
+    "rcnn/CXX_OP/roi_align.cc": OWN_OPERATOR.replace("_contrib_MultiProposalTarget", "ROIAlign"),
+    "rcnn/symbol.py": """\
+import mxnet as mx
+
+
+def get_symbol():
+    feat, rois = mx.sym.Variable('feat'), mx.sym.Variable('rois')
+    pooled = mx.symbol.ROIAlign(name='roi_pool', data=feat, rois=rois, pooled_size=(2, 2),
+                                spatial_scale=1.0 / 4)
+    stock = mx.sym.contrib.ROIAlign(data=feat, rois=rois, pooled_size=(2, 2),
+                                    spatial_scale=1.0 / 4, sample_ratio=2)
+    return mx.sym.Group([pooled, stock])
+
+
+def pool(feat, rois, s):
+    return mx.nd.ROIAlign(feat, rois, (2, 2), 1.0 / float(s))
+""",
+    "run.py": """\
+import mxnet as mx
+from rcnn import symbol
+
+if __name__ == '__main__':
+    feat = mx.nd.arange(64).reshape((1, 1, 8, 8))
+    rois = mx.nd.array([[0, 0, 0, 28, 28]])
+    executor = symbol.get_symbol().bind(mx.cpu(), {'feat': feat, 'rois': rois})
+    ours, stock = (o.asnumpy().ravel().tolist() for o in executor.forward())
+    print ours == symbol.pool(feat, rois, 4).asnumpy().ravel().tolist(), ours != stock
+""",
+}
+
+
+def test_write_points_mx_maskrcnns_roi_align_at_compat_but_not_stocks(tmp_path, capsys):
+    import subprocess
+    import sys
+    root = write_tree(tmp_path, MASKRCNN_STYLE)
+    status, lines = run_migrate(capsys, root)
+    version = operators.installed()["version"]
+    drop_in = ("--write calls mxpatch_bind.compat.ROIAlign instead, a NumPy operator on the "
+               "CPU with mx-maskrcnn's semantics")
+    assert (f"rcnn/symbol.py:6: [rewrite] mx.symbol.ROIAlign is not in the installed MXNet "
+            f"{version}: {drop_in} (mx.sym.contrib.ROIAlign computes otherwise)") in lines
+    assert (f"rcnn/symbol.py:14: [rewrite] mx.nd.ROIAlign is not in the installed MXNet "
+            f"{version}: {drop_in} (mx.nd.contrib.ROIAlign computes otherwise)") in lines
+    assert not any("[check]" in line and "ROIAlign" in line for line in lines)
+    assert run_migrate(capsys, root, "--write", "--to-python3")[0] == 0
+    text = (root / "rcnn/symbol.py").read_text()
+    assert "return mxpatch_bind.compat.ROIAlign(feat, rois, (2, 2), 1.0 / float(s))" in text
+    assert "stock = mx.sym.contrib.ROIAlign(" in text
+    ran = subprocess.run([sys.executable, "run.py"], cwd=root, capture_output=True, text=True,
+                         timeout=300)
+    assert (ran.returncode, ran.stdout) == (0, "True True\n"), ran.stderr
