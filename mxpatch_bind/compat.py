@@ -26,8 +26,8 @@ mx = import_mxnet()
 from mxnet.io import DataDesc  # noqa: E402  (MXNet is imported, or named broken, above)
 
 from ._channel_operator import ChannelOperator  # noqa: E402
-from ._family_ops import FAMILY_OPERATORS  # noqa: E402
 from ._family_ops import *  # noqa: E402,F401,F403  (the family's operators, one module each)
+from ._family_ops import FAMILY_OPERATORS  # noqa: E402
 from ._fork_methods import fork_fit, fork_init_optimizer  # noqa: E402
 from .errors import ShapeSpecError  # noqa: E402
 from .module.shapes import FORK_INPUTS, is_device_entry  # noqa: E402

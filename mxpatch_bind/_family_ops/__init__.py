@@ -14,7 +14,7 @@ from .proposal_target import MultiProposalTarget
 from .proposal_target_mask import MultiProposalTargetMask
 from .roi_align import ROIAlign
 
+__all__ = ["ROIAlign", "MultiProposal", "MultiProposalTarget", "MultiProposalTargetMask",
+           "MaskRcnnTarget", "OperatorArgumentError"]
 # What compat exports from here: the operators by the names the family calls, and the error.
-FAMILY_OPERATORS = ["ROIAlign", "MultiProposal", "MultiProposalTarget",
-                    "MultiProposalTargetMask", "MaskRcnnTarget", "OperatorArgumentError"]
-__all__ = FAMILY_OPERATORS
+FAMILY_OPERATORS = list(__all__)

@@ -9,12 +9,12 @@ from typing import Any, Optional
 from .._mxnet_env import import_mxnet
 from ._arguments import spell
 
-mx = import_mxnet()
+mx: Any = import_mxnet()
 
 __all__ = ["call", "assign_zero_gradients"]
 
 _WAIT_AT_EXIT = threading.Lock()
-_waiting_at_exit = []
+_waiting_at_exit: list = []
 
 
 def _wait_for_the_engine_at_exit() -> None:

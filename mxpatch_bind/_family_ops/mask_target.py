@@ -18,7 +18,7 @@ from ._custom import assign_zero_gradients, call
 from .polygons import polygon_mask
 from .proposals import f32, f64
 
-mx = import_mxnet()
+mx: Any = import_mxnet()
 
 __all__ = ["MaskRcnnTarget", "mask_rcnn_target_forward", "OP_TYPE", "roi_polygon_mask"]
 

@@ -19,7 +19,7 @@ from ._arguments import float_tuple, int_at_least, number, parse, positive_int
 from ._custom import assign_zero_gradients, call
 from .crand import PROCESS_RAND
 
-mx = import_mxnet()
+mx: Any = import_mxnet()
 
 __all__ = ["MultiProposal", "multi_proposal_forward", "check_proposal_shapes", "OP_TYPE",
            "SCALES", "RATIOS", "proposal_params"]

@@ -20,7 +20,7 @@ from ._custom import assign_zero_gradients, call
 from .multi_proposal import RATIOS, SCALES, check_proposal_shapes, proposal_params
 from .proposals import f32, f64
 
-mx = import_mxnet()
+mx: Any = import_mxnet()
 
 __all__ = ["MultiProposalTarget", "multi_proposal_target_forward", "cuda_proposals",
            "assign_targets", "OP_TYPE", "check_target_shapes"]
@@ -209,7 +209,7 @@ def multi_proposal_target_forward(cls_prob, bbox_pred, im_info, gt_boxes, valid_
     """The operator on NumPy arrays: (rois, label, bbox_target, bbox_weight), float32."""
     post = params["rpn_post_nms_top_n"]
     chip_anchors = bbox_pred.shape[1] // 4 * bbox_pred.shape[2] * bbox_pred.shape[3]
-    outputs = [], [], [], []
+    outputs: tuple[list, list, list, list] = ([], [], [], [])
     for image, (boxes, scores, areas) in enumerate(
             cuda_proposals(cls_prob, bbox_pred, im_info, valid_ranges, params)):
         kept = proposals.greedy_nms(boxes, scores, areas, post, None, cuda=True)
@@ -218,7 +218,9 @@ def multi_proposal_target_forward(cls_prob, bbox_pred, im_info, gt_boxes, valid_
         _place_gt_first_rows(rois, gt_boxes[image], valid_ranges[image])
         labels, targets, weights, _ = assign_targets(rois, gt_boxes[image])
         outputs[0].append(np.concatenate([np.full((post, 1), image, np.float32), rois], 1))
-        outputs[1].append(labels[:, None]), outputs[2].append(targets), outputs[3].append(weights)
+        outputs[1].append(labels[:, None])
+        outputs[2].append(targets)
+        outputs[3].append(weights)
     return tuple(np.concatenate(parts).astype(np.float32) for parts in outputs)
 
 

@@ -20,7 +20,7 @@ from .multi_proposal import RATIOS, SCALES, proposal_params
 from .proposal_target import IGNORED_GT, assign_targets, check_target_shapes, cuda_proposals
 from .proposals import f32
 
-mx = import_mxnet()
+mx: Any = import_mxnet()
 
 __all__ = ["MultiProposalTargetMask", "multi_proposal_target_mask_forward", "OP_TYPE"]
 
@@ -139,7 +139,7 @@ def multi_proposal_target_mask_forward(cls_prob, bbox_pred, im_info, gt_boxes, v
                                        params) -> tuple:
     """The operator on NumPy arrays: its six outputs, float32."""
     post = params["rpn_post_nms_top_n"]
-    parts = [], [], [], [], []
+    parts: tuple[list, list, list, list, list] = ([], [], [], [], [])
     for image, (boxes, scores, areas) in enumerate(
             cuda_proposals(cls_prob, bbox_pred, im_info, valid_ranges, params)):
         kept = proposals.greedy_nms(boxes, scores, areas, post, CANDIDATES, cuda=True)

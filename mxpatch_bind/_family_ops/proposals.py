@@ -82,7 +82,8 @@ def generate_anchors(feature_stride: int, ratios: tuple, scales: tuple) -> np.nd
             size_ratios = np.floor(f32(f32(side * side) / ratio))
             new_w = f32(np.floor(f32(np.sqrt(size_ratios) + f32(0.5))) * scale)
             new_h = f32(np.floor(f32(f32(new_w / scale) * ratio) + f32(0.5)) * scale)
-            half_w, half_h = f32(f32(0.5) * f32(new_w - f32(1))), f32(f32(0.5) * f32(new_h - f32(1)))
+            half_w = f32(f32(0.5) * f32(new_w - f32(1)))
+            half_h = f32(f32(0.5) * f32(new_h - f32(1)))
             anchors.append([f32(center - half_w), f32(center - half_h), f32(center + half_w),
                             f32(center + half_h)])
     return np.array(anchors, np.float32)
@@ -174,7 +175,7 @@ def greedy_nms(boxes: np.ndarray, scores: np.ndarray, areas: np.ndarray, keep_at
     key = np.where(np.isnan(scores), -np.inf, scores)
     order = np.argsort(-key, kind="stable")[:candidates]
     alive = (scores[order] != -1) & ~np.isnan(scores[order])
-    kept = []
+    kept: list[int] = []
     for position, index in enumerate(order):
         if len(kept) >= keep_at_most:
             break

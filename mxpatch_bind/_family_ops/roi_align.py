@@ -19,7 +19,7 @@ from .._mxnet_env import import_mxnet
 from ._arguments import float_in, pair, parse
 from ._custom import call
 
-mx = import_mxnet()
+mx: Any = import_mxnet()
 
 __all__ = ["ROIAlign", "roi_align_forward", "roi_align_backward", "OP_TYPE"]
 
