@@ -1,11 +1,11 @@
 """The demo's figures: the speed-up as the median of interleaved pairs with its range, the
 table, the chart and the JSON record (private).
 
-One pair is one epoch of each run, trained one after the other (:func:`~mxpatch_bind.demo.
-training.epoch_order`); its ratio, per-device samples/s over stock's, is one measurement of the
-speed-up. On a loaded machine single ratios scatter (2.08x, 3.35x, 1.46x and 0.82x were seen
-from single runs on one), so the demo states the median of the pairs with their range, and
-says so in a plain line when the pairs cannot tell which run is faster.
+One pair is one epoch of each run, trained one after the other (``training.epoch_order``);
+its ratio, per-device samples/s over stock's, is one measurement of the speed-up. On a loaded
+machine single ratios scatter (2.08x, 3.35x, 1.46x and 0.82x were seen from single runs on
+one), so the demo states the median of the pairs with their range, and says so in a plain
+line when the pairs cannot tell which run is faster.
 """
 
 import json
