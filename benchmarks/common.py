@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any, List, Optional, Sequence, Tuple
 
-from mxpatch_bind._nets import conv_classifier
+from mxpatch_bind.demo.nets import conv_classifier
 
 Shape = Tuple[int, ...]
 

@@ -1,9 +1,12 @@
-"""The README's benchmark figures, written from the JSON of one benchmark run.
+"""The README's benchmark and demo figures, written from the JSON of one run each.
 
 ``python -m benchmarks.readme_figures [DIR]`` prints the README's "From one benchmark run"
 lines from ``DIR/{variable,reshape,memory}.json`` (default ``docs/_static/bench``, the run the
-chart ``docs/_static/bench.png`` is drawn from); ``tests/tools/test_readme_figures.py`` checks
-that README.md holds them as printed, so the README, the chart and the JSON cannot drift apart.
+chart ``docs/_static/bench.png`` is drawn from), then the README's demo line and the table of
+docs/performance.md's demo section from ``docs/_static/demo.json`` (written by the demo's
+``--json``, in the run that drew ``docs/_static/demo.png``); ``tests/tools/test_readme_figures.py``
+checks that README.md and docs/performance.md hold them as printed, so the pages, the charts
+and the JSON cannot drift apart.
 """
 
 import json
@@ -11,6 +14,9 @@ import os
 import sys
 
 RESULTS = os.path.join("docs", "_static", "bench")
+DEMO = os.path.join("docs", "_static", "demo.json")
+DEMO_COMMAND = ("python -m mxpatch_bind demo --plot docs/_static/demo.png "
+                "--json docs/_static/demo.json")
 
 
 def _load(out_dir, name):
@@ -63,5 +69,46 @@ def tables(out_dir=RESULTS):
     return out
 
 
+def _demo(path):
+    with open(path) as stream:
+        return json.load(stream)
+
+
+def demo_line(path=DEMO):
+    """The README's line for the demo: the median of its pairs, their range, and the day,
+    the load and (when the pairs straddle 1.0) the demo's own plain verdict."""
+    result = _demo(path)
+    stock, per_device = result["runs"]
+    accurate = ("both runs 100 % accurate" if stock["accuracy"] == per_device["accuracy"] == 1
+                else f"validation accuracy {100 * stock['accuracy']:.0f} % and "
+                     f"{100 * per_device['accuracy']:.0f} %")
+    verdict = f" ({result['caveat']})" if result["caveat"] else ""
+    return (f"- `python -m mxpatch_bind demo`: {result['median']:.2f}× images/s, the median of "
+            f"{len(result['pair_ratios'])} interleaved epoch pairs (range {result['low']:.2f}–"
+            f"{result['high']:.2f}×){verdict}; padded pixels {100 * stock['padding']:.0f} % → "
+            f"{100 * per_device['padding']:.0f} %, {accurate} ({result['date']}, load average "
+            f"{result['load_average']:.1f} on {result['cpus']} cores; `{DEMO_COMMAND}`).")
+
+
+def demo_table(path=DEMO):
+    """docs/performance.md's demo table and the pairs' line, from the same run."""
+    result = _demo(path)
+    out = [f"The run of {result['date']}, load average {result['load_average']:.1f} on "
+           f"{result['cpus']} cores ({result['settings']}):", "",
+           "| run | images/s | each epoch | padded pixels | validation accuracy |",
+           "|---|---|---|---|---|"]
+    for run in result["runs"]:
+        epochs = ", ".join(f"{rate:.1f}" for rate in run["epoch_samples_per_s"])
+        out.append(f"| {run['run']} | {run['samples_per_s']:.1f} | {epochs} | "
+                   f"{100 * run['padding']:.1f} % | {100 * run['accuracy']:.0f} % |")
+    ratios = ", ".join(f"{ratio:.2f}×" for ratio in result["pair_ratios"])
+    out += ["", f"Pairs (per-device over stock, epoch by epoch): {ratios}; median "
+                f"{result['median']:.2f}×, range {result['low']:.2f}–{result['high']:.2f}×."]
+    if result["caveat"]:
+        out.append(f"The demo's verdict: {result['caveat']}.")
+    return out
+
+
 if __name__ == "__main__":
-    print("\n".join(lines(*sys.argv[1:]) + [""] + tables(*sys.argv[1:])))
+    print("\n".join(lines(*sys.argv[1:]) + [""] + tables(*sys.argv[1:]) + ["", demo_line()]
+                    + [""] + demo_table()))

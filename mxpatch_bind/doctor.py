@@ -40,7 +40,7 @@ import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ._cli_types import Parser, description, run_parsed
-from ._nets import conv_classifier
+from .demo.nets import conv_classifier
 from .errors import PatchError
 from .version import __version__
 

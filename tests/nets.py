@@ -5,7 +5,7 @@ import numpy as np
 
 import mxpatch_bind
 from benchmarks.common import contexts_from_env, per_device_spec  # noqa: F401 (shared helpers)
-from mxpatch_bind._nets import conv_classifier  # noqa: F401 (shared helper)
+from mxpatch_bind.demo.nets import conv_classifier  # noqa: F401 (shared helper)
 
 
 def conv_net(num_classes=3, batch_norm=False):

@@ -5,7 +5,7 @@ import ctypes
 import mxnet as mx
 import numpy as np
 
-from mxpatch_bind._nets import conv_classifier
+from mxpatch_bind.demo.nets import conv_classifier
 
 NUM_CLASSES = 3
 CONTEXTS_COUNT = 2

@@ -14,7 +14,6 @@ import sys
 import pytest
 
 import benchmarks.__main__ as bench
-from mxpatch_bind import demo
 from paths import REPO
 
 # Each test runs a benchmark in a subprocess: left out of the inner loop, `pytest -m "not slow"`.
@@ -79,33 +78,25 @@ def test_an_unknown_benchmark_is_a_usage_error(capsys):
 
 
 def test_the_demo_trains_both_ways_and_prints_the_comparison(tmp_path):
-    chart = tmp_path / "demo.png"
+    chart, record = tmp_path / "demo.png", tmp_path / "demo.json"
     plot = ["--plot", str(chart)] if _has("matplotlib") else []
-    completed = run_module("demo", *TINY_DEMO, "--min-accuracy", "0", *plot)
+    completed = run_module("demo", *TINY_DEMO, "--epochs", "3", "--min-accuracy", "0",
+                           "--json", str(record), *plot)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "stock, padded" in completed.stdout and "per-device" in completed.stdout
-    assert "speed-up of per-device over stock" in completed.stdout
     assert "Subgraph backend" not in completed.stdout + completed.stderr
     if plot:
         assert chart.stat().st_size > 0
-
-
-def test_the_demo_table_right_aligns_each_column_under_its_heading(capsys):
-    # In-process: the table alone, from two runs' figures.
-    import argparse
-    args = argparse.Namespace(devices=2, per_device=4, sizes=(32, 128), epochs=3,
-                              group_window=8, min_accuracy=0.5)
-    demo.report([{"run": "stock, padded", "samples_per_s": 148.3, "padding": 0.55,
-                  "accuracy": 1.0},
-                 {"run": "per-device", "samples_per_s": 213.25, "padding": 0.219,
-                  "accuracy": 0.875}], args)
-    header, stock, per_device = capsys.readouterr().out.splitlines()[1:4]
-    assert header.split("  ")[0] == "run" and stock.startswith("stock, padded   ")
-    # Every line ends each column at the same place: the heading over its figures.
-    for line in (header, stock, per_device):
-        assert len(line) == 57 and all(line[end] != " " for end in (26, 41, 56)), line
-    assert per_device.split() == ["per-device", "213.2", "21.9%", "87.5%"]
-    assert header.split() == ["run", "samples/s", "padded", "pixels", "val", "accuracy"]
+    # The JSON holds each run's epochs; the printed figure is the median of their pairs.
+    result = json.loads(record.read_text())
+    stock, per_device = (run["epoch_samples_per_s"] for run in result["runs"])
+    ratios = sorted(fast / slow for fast, slow in zip(per_device, stock))
+    assert len(ratios) == 3 and result["median"] == ratios[1]
+    assert result["command"] == ("python -m mxpatch_bind demo --per-device 2 --sizes 16,32 "
+                                 "--samples 64 --min-accuracy 0.0 " + " ".join(plot) +
+                                 (" " if plot else "") + f"--json {record}")
+    assert (f"speed-up of per-device over stock: {ratios[1]:.2f}x, the median of 3 pairs "
+            f"(range {ratios[0]:.2f}-{ratios[2]:.2f}x)") in completed.stdout
 
 
 def test_the_demo_fails_when_a_run_does_not_learn():
@@ -145,14 +136,3 @@ def test_each_runs_progress_bar_ends_at_the_rate_in_the_table():  # needs tqdm (
                              r"([\d.]+) img/s", completed.stderr):
         last[match.group(1)] = match.group(3)
     assert last == table_rates(completed.stdout)
-
-
-def test_the_figure_title_gives_the_speed_up_and_the_settings():
-    args = demo.parse_args(["--devices", "3", "--per-device", "2", "--sizes", "16,48",
-                            "--epochs", "2", "--group-window", "4"])
-    results = [{"samples_per_s": 100.0}, {"samples_per_s": 151.0}]
-    assert demo.figure_title(results, args) == (
-        "per-device shapes: 1.51x the samples/s of stock padding\n"
-        "(3 devices, 2 images each, sizes 16-48 px, 2 epochs, grouping window 4)")
-
-

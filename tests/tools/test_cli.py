@@ -232,6 +232,7 @@ def test_every_command_reports_a_usage_error_in_one_form(prog, args):
     assert line.startswith(prog + ": error: ") and line.endswith("(see %s --help)" % prog)
 
 
+@pytest.mark.slow  # trains the demo in a subprocess, as tests/tools/test_bench.py's demo runs
 def test_the_demo_writes_no_bar_control_characters_to_a_file(tmp_path):
     pytest.importorskip("tqdm")
     log = tmp_path / "log.txt"

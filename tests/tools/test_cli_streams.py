@@ -6,7 +6,8 @@ closed before the command starts: the case of ``| head -1`` once ``head`` has it
 (deterministic, unlike racing a reader that closes after some output). A closed stream is
 bash's ``>&-`` / ``2>&-``. Where the pipe breaks depends on the buffering (with
 ``PYTHONUNBUFFERED=1`` at the first write, without it at a flush), and a user's machine does
-not set it: every test here runs the command both ways.
+not set it: every test here runs the command both ways (the inner loop, ``pytest -m "not
+slow"``, the user's way only).
 """
 
 import os
@@ -45,7 +46,10 @@ HELP_AND_VERSION = [
 ]
 
 
-@pytest.fixture(params=["PYTHONUNBUFFERED=1", "PYTHONUNBUFFERED unset"])
+# Unset, a user's default, in the inner loop; both ways in the whole suite (each case runs a
+# command in a subprocess: a process test, as setup.cfg's slow marker says).
+@pytest.fixture(params=[pytest.param("PYTHONUNBUFFERED=1", marks=pytest.mark.slow),
+                        "PYTHONUNBUFFERED unset"])
 def buffering(request):
     """The child's buffering, set either way whatever this machine exports."""
     return request.param

@@ -40,5 +40,13 @@ def test_every_module_holds_at_most_450_lines_of_code_and_docstring():
 def test_the_package_is_four_products_in_their_folders():
     folders = sorted(path.name for path in PACKAGE.iterdir()
                      if path.is_dir() and (path / "__init__.py").exists())
-    # tools: the top level; _family_ops: the operators compat exports, one module each
-    assert folders == ["_family_ops", "data", "launch", "migrate", "module", "patching"]
+    # tools: the top level; _family_ops: the operators compat exports, one module each; the
+    # demo (its training, figures, progress, network) in one
+    assert folders == ["_family_ops", "data", "demo", "launch", "migrate", "module", "patching"]
+
+
+def test_the_demo_is_one_folder_and_nothing_of_it_is_left_at_the_top():
+    assert sorted(path.name for path in (PACKAGE / "demo").glob("*.py")) == [
+        "__init__.py", "__main__.py", "figures.py", "nets.py", "progress.py", "training.py"]
+    assert not [name for name in ("demo.py", "_demo_progress.py", "_nets.py")
+                if (PACKAGE / name).exists()]

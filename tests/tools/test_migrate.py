@@ -339,6 +339,7 @@ def test_the_migrated_run_has_the_fork_loops_losses_exactly(migrated_and_fork_ru
     assert migrated == fork
 
 
+@pytest.mark.slow  # reads the runs the fixture trains in subprocesses
 @pytest.mark.parametrize("epoch", [1, 2])
 def test_the_migrated_checkpoints_equal_the_fork_loops(migrated_and_fork_runs, epoch):
     work, _ = migrated_and_fork_runs
@@ -348,6 +349,7 @@ def test_the_migrated_checkpoints_equal_the_fork_loops(migrated_and_fork_runs, e
                        load_states(work / ("fork-%04d.states" % epoch)))
 
 
+@pytest.mark.slow  # reads the runs the fixture trains in subprocesses
 def test_frozen_parameters_are_unchanged_to_the_bit_and_the_others_train(
         migrated_and_fork_runs):
     work, pretrained = migrated_and_fork_runs
@@ -360,6 +362,7 @@ def test_frozen_parameters_are_unchanged_to_the_bit_and_the_others_train(
     assert all(not np.array_equal(final["arg:" + n], pretrained["arg:" + n]) for n in trained)
 
 
+@pytest.mark.slow  # reads the runs the fixture trains in subprocesses
 def test_resuming_with_preload_opt_states_continues_the_run_exactly(migrated_and_fork_runs):
     work, _ = migrated_and_fork_runs
     assert_same_arrays(arrays(work / "res-0002.params"), arrays(work / "mig-0002.params"))

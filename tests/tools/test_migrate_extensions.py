@@ -3,6 +3,7 @@ fails at its first call, ported; a CUDA-only extension's import guarded; the bui
 that builds a migrated tree's extensions in place and fails loudly. The ``.pyx`` sources are
 written here, each reproducing one of the family's traps."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -13,6 +14,7 @@ from mxpatch_bind import migrate
 from mxpatch_bind.migrate import extensions
 from test_migrate import run_migrate
 from test_migrate_imports import write_tree
+from toolchain import has_c_compiler, needs_c_compiler
 
 pytest.importorskip("fissix")
 pytest.importorskip("libcst")
@@ -169,7 +171,20 @@ def test_a_cuda_call_given_a_contexts_device_chooses_the_cpu_twin_on_a_cpu_conte
     assert (root / "proj/proposal.py").read_text() == ported
 
 
+def test_the_compiler_tests_skip_where_the_compiler_setuptools_would_run_is_missing(
+        tmp_path, monkeypatch):
+    compiler = tmp_path / "my-cc"
+    compiler.write_text("#!/bin/sh\n")
+    compiler.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CC", "my-cc -pthread")  # a command with its options, as Python's
+    assert has_c_compiler()
+    monkeypatch.setenv("CC", "no-such-cc -pthread")
+    assert not has_c_compiler()
+
+
 @pytest.mark.slow  # compiles a C extension (about 10 s)
+@needs_c_compiler
 def test_the_build_command_builds_the_ported_extension_and_it_runs(tmp_path, capsys):
     pytest.importorskip("Cython")
     root = write_tree(tmp_path, {"lib/nms/setup_linux.py": SETUP,

@@ -40,11 +40,9 @@ HOSTILE = {
 }
 
 
-@pytest.fixture
-def tree(tmp_path):
-    """The fork tree, its executor group copy in CRLF without a final newline, and the
-    hostile files."""
-    root = tmp_path / "tree"
+def hostile_tree(root):
+    """The fork tree at ``root``, its executor group copy in CRLF without a final newline, and
+    the hostile files."""
     shutil.copytree(FORK_TREE, root)
     group = root / "rfcn" / "core" / "DataParallelExecutorGroup.py"
     group.write_bytes(group.read_bytes().replace(b"\n", b"\r\n").rstrip(b"\r\n"))
@@ -53,6 +51,33 @@ def tree(tmp_path):
         (root / rel).write_bytes(data)
     (root / "py2" / "run.py").chmod(0o755)
     return root
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A hostile tree of this test's own."""
+    return hostile_tree(tmp_path / "tree")
+
+
+class Migration:
+    """One tree, migrated as a user would: ``--diff`` first, then ``--write``; what each
+    printed, and the tree before, after the diff and after the write."""
+
+    def __init__(self, root):
+        self.pristine = hostile_tree(root / "pristine")  # never migrated: a patch's target
+        self.root = shutil.copytree(self.pristine, root / "tree")
+        self.before = snapshot(self.root)
+        self.diff = migrate_command(self.root, *MIGRATION, "--diff")
+        self.after_diff = snapshot(self.root)
+        self.written = migrate_command(self.root, *MIGRATION)
+        self.after = snapshot(self.root)
+
+
+@pytest.fixture(scope="module")
+def migration(tmp_path_factory):
+    """The migration the diff, report and write tests read (two runs of the command in all,
+    rather than two per test)."""
+    return Migration(tmp_path_factory.mktemp("migration"))
 
 
 def snapshot(root):
@@ -75,17 +100,14 @@ def apply_patch(tool, root, patch):
 
 @needs_tools
 @pytest.mark.parametrize("tool", TOOLS)
-def test_the_diff_applied_to_a_copy_makes_exactly_what_the_write_makes(tree, tmp_path, tool):
-    copy = tmp_path / "copy"
-    shutil.copytree(tree, copy)
-    before = snapshot(tree)
-    diff = migrate_command(tree, *MIGRATION, "--diff")
-    assert snapshot(tree) == before  # --diff writes nothing
-    written = migrate_command(tree, *MIGRATION)
-    apply_patch(tool, copy, diff.stdout)
-    assert snapshot(copy) == snapshot(tree)
+def test_the_diff_applied_to_a_copy_makes_exactly_what_the_write_makes(migration, tmp_path,
+                                                                      tool):
+    copy = shutil.copytree(migration.pristine, tmp_path / "copy")
+    assert migration.after_diff == migration.before  # --diff writes nothing
+    apply_patch(tool, copy, migration.diff.stdout)
+    assert snapshot(copy) == migration.after
     # and the migration did what the hostile files are here for
-    after = snapshot(tree)
+    before, after = migration.before, migration.after
     assert "rfcn/core/module.py" not in after and "rfcn/core/DataParallelExecutorGroup.py" \
         not in after
     changed = {rel for rel in HOSTILE if after[rel] != before[rel]}
@@ -93,11 +115,13 @@ def test_the_diff_applied_to_a_copy_makes_exactly_what_the_write_makes(tree, tmp
     assert after["py2/latin.py"][0] == b"# -*- coding: latin-1 -*-\nprint('caf\xe9')\n"
     assert after["py2/no_newline.py"][0] == b"print('no final newline')"
     assert after["py2/run.py"][1] == 0o755
-    assert diff.returncode == written.returncode == 1, written.stdout  # the fork tree's [check]s
+    # the fork tree's [check]s
+    assert migration.diff.returncode == migration.written.returncode == 1, (
+        migration.written.stdout)
 
 
-def test_the_diff_is_the_patch_alone_and_the_report_goes_to_stderr(tree):
-    diff = migrate_command(tree, *MIGRATION, "--diff")
+def test_the_diff_is_the_patch_alone_and_the_report_goes_to_stderr(migration):
+    diff = migration.diff
     report = diff.stderr.decode().splitlines()
     assert report[-1].startswith("migrate: ") and "to delete (--delete-vendored)" in report[-1]
     assert "rfcn/core/module.py:1: [delete] vendored copy" in diff.stderr.decode()
@@ -105,10 +129,9 @@ def test_the_diff_is_the_patch_alone_and_the_report_goes_to_stderr(tree):
     assert b"[delete]" not in diff.stdout and b"migrate: " not in diff.stdout
 
 
-def test_a_deleted_copy_is_a_full_hunk_of_its_every_line(tree):
-    group = tree / "rfcn" / "core" / "DataParallelExecutorGroup.py"
-    old = group.read_bytes()
-    diff = migrate_command(tree, *MIGRATION, "--diff").stdout
+def test_a_deleted_copy_is_a_full_hunk_of_its_every_line(migration):
+    old = (migration.pristine / "rfcn" / "core" / "DataParallelExecutorGroup.py").read_bytes()
+    diff = migration.diff.stdout
     start = diff.index(b"diff --git a/rfcn/core/DataParallelExecutorGroup.py ")
     end = diff.find(b"diff --git ", start + 1)
     section = lines(diff[start:end if end > 0 else len(diff)])
@@ -120,16 +143,12 @@ def test_a_deleted_copy_is_a_full_hunk_of_its_every_line(tree):
     assert b"".join(line[1:] for line in removed[:-1]) == old + b"\n"
 
 
-def test_the_report_before_the_writes_is_the_report_of_the_write_run(tree, tmp_path):
-    copy = tmp_path / "copy"
-    shutil.copytree(tree, copy)
-    diff = migrate_command(copy, *MIGRATION, "--diff")
-    written = migrate_command(tree, *MIGRATION)
+def test_the_report_before_the_writes_is_the_report_of_the_write_run(migration):
     pending = {"rewritten": "rewrite", "deleted": "delete", "ported": "port"}
     as_done = [line.replace(f"[{done}]", f"[{todo}]") for line in
-               written.stdout.decode().splitlines() for done, todo in pending.items()
+               migration.written.stdout.decode().splitlines() for done, todo in pending.items()
                if f"[{done}]" in line]
-    assert as_done and set(as_done) <= set(diff.stderr.decode().splitlines())
+    assert as_done and set(as_done) <= set(migration.diff.stderr.decode().splitlines())
 
 
 # --------------------------------------------------------------------------- the patch itself

@@ -23,3 +23,23 @@ def test_the_chart_and_the_readme_name_the_same_results():
                "--plot docs/_static/bench.png")
     assert command in performance
     assert command in (REPO / "README.md").read_text()
+
+
+def test_the_readme_quotes_the_demo_as_its_recorded_run_printed_it():
+    line = readme_figures.demo_line(str(REPO / readme_figures.DEMO))
+    assert line in (REPO / "README.md").read_text(), line
+
+
+def test_the_demo_section_of_the_performance_page_is_the_same_run():
+    performance = (REPO / "docs" / "performance.md").read_text()
+    assert readme_figures.DEMO_COMMAND in performance
+    for line in readme_figures.demo_table(str(REPO / readme_figures.DEMO)):
+        assert line in performance, line
+
+
+def test_the_recorded_demo_run_is_the_command_the_pages_name():
+    import json
+    record = json.loads((REPO / readme_figures.DEMO).read_text())
+    assert record["command"] == readme_figures.DEMO_COMMAND
+    stock, per_device = (run["epoch_samples_per_s"] for run in record["runs"])
+    assert record["pair_ratios"] == [fast / slow for fast, slow in zip(per_device, stock)]

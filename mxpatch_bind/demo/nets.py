@@ -1,4 +1,4 @@
-"""The small image classifier shared by demo, doctor, benchmarks and tests (private).
+"""The small image classifier shared by the demo, doctor, benchmarks and tests (private).
 
 One definition, so the demo's figures, the doctor's self-test, the benchmarks and the tests
 all run the same network. Importing this module does not import MXNet.
