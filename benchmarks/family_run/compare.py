@@ -4,7 +4,8 @@ Per stage: every batch's metrics (the shim's trace, full precision), the log lin
 its results (evaluation summaries), and every file the stage wrote: ``.params`` array by array
 (``np.array_equal``), pickles by content (numpy arrays exactly, so that a pickle written by a
 different protocol still compares its values; a difference is named by its path in the
-object), every other file byte for byte.
+object; the time of day an evaluation records is not compared), every other file byte for
+byte.
 """
 import json
 import os
@@ -12,39 +13,53 @@ import pickle
 import re
 
 
+class Stub:
+    """An object of a class the comparison does not import (the trees' own modules: COCOeval,
+    COCO): its class's dotted name and its state are what is compared."""
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        try:
+            return super().find_class(module, name)
+        except (ImportError, AttributeError):
+            return type(name, (Stub,), {'dotted': module + '.' + name})
+
+
 def _load_pickle(path):
     with open(path, 'rb') as f:
-        return pickle.load(f, encoding='latin1')
+        return _Unpickler(f, encoding='latin1').load()
 
 
-def first_difference(a, b, where='$'):
-    """The path of the first place where ``a`` and ``b`` differ, or None."""
+# The time of day an evaluation writes into its results (COCOeval's eval['date']):
+# two runs differ there whatever they compute.
+VOLATILE = ("['date']",)
+
+
+def differences(a, b, where='$'):
+    """The paths at which ``a`` and ``b`` differ (numpy arrays exactly, objects of the
+    trees' classes by their state)."""
     import numpy as np
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         same = (type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape
-                and np.array_equal(a, b, equal_nan=a.dtype.kind == 'f'))
-        return None if same else where
+                and np.array_equal(a, b, equal_nan=a.dtype.kind in 'fc'))
+        return [] if same else [where]
+    if isinstance(a, Stub) and isinstance(b, Stub) and a.dotted == b.dotted:
+        return differences(vars(a), vars(b), where + '.' + a.dotted.rsplit('.', 1)[1])
     if type(a) is not type(b):
-        return where + ' (type %s, %s)' % (type(a).__name__, type(b).__name__)
+        return [where + ' (type %s, %s)' % (type(a).__name__, type(b).__name__)]
     if isinstance(a, dict):
         if sorted(map(repr, a)) != sorted(map(repr, b)):
-            return where + ' (keys)'
-        for key in a:
-            found = first_difference(a[key], b[key], '%s[%r]' % (where, key))
-            if found:
-                return found
-        return None
+            return [where + ' (keys)']
+        return [d for key in a for d in differences(a[key], b[key], '%s[%r]' % (where, key))]
     if isinstance(a, (list, tuple)):
         if len(a) != len(b):
-            return where + ' (length %d, %d)' % (len(a), len(b))
-        for i, (x, y) in enumerate(zip(a, b)):
-            found = first_difference(x, y, '%s[%d]' % (where, i))
-            if found:
-                return found
-        return None
+            return [where + ' (length %d, %d)' % (len(a), len(b))]
+        return [d for i, (x, y) in enumerate(zip(a, b))
+                for d in differences(x, y, '%s[%d]' % (where, i))]
     if isinstance(a, float) and a != a and b != b:
-        return None
-    return None if a == b else where
+        return []
+    return [] if a == b else [where]
 
 
 def compare_file(p, q):
@@ -60,10 +75,13 @@ def compare_file(p, q):
             return 'bytes equal'
     if p.endswith('.pkl'):
         try:
-            where = first_difference(_load_pickle(p), _load_pickle(q))
+            found = differences(_load_pickle(p), _load_pickle(q))
         except Exception as error:  # a pickle that does not load is reported, not raised
             return 'BYTES DIFFER (unpickling: %r)' % error
-        return 'content equal, bytes differ' if where is None else 'CONTENT DIFFERS at %s' % where
+        real = [d for d in found if not d.endswith(VOLATILE)]
+        if real:
+            return 'CONTENT DIFFERS at %s' % ', '.join(real[:5])
+        return 'content equal' + (' but the date at %s' % found[0] if found else ', bytes differ')
     return 'BYTES DIFFER'
 
 

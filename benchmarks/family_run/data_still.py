@@ -121,7 +121,7 @@ def write_voc_seg(tree):
 def write_voc_sds(tree):
     """SBD's layout for FCIS's SDS configs (VOCSDS: img/, cls/ and inst/ .mat files,
     ImageSets/Main/train.txt and val.txt): 4 training images, 2 validation images, two
-    non-overlapping instances each (class 7 'car' and 12 'dog')."""
+    instances each (class 7 'car' and 12 'dog')."""
     import numpy as np
     import scipy.io as sio
     root = os.path.join(tree, 'data', 'VOCdevkit', 'VOCSDS')
@@ -131,12 +131,11 @@ def write_voc_sds(tree):
     for image_set, names in (('train', ['2008_%06d' % k for k in range(1, 5)]),
                              ('val', ['2008_%06d' % k for k in range(101, 103)])):
         for name in names:
-            image = rng.randint(0, 60, size=(H, W, 3)).astype(np.uint8)
+            image, boxes = _boxes(rng, 2)
             cls_map = np.zeros((H, W), np.uint8)
             inst_map = np.zeros((H, W), np.uint8)
-            for j, (x, cls) in enumerate(((rng.randint(0, 20), 7), (rng.randint(50, 66), 12))):
-                y, bw, bh = rng.randint(0, 30), rng.randint(20, 30), rng.randint(16, 32)
-                image[y:y + bh, x:x + bw] = (200 - 120 * j, 80 + 100 * j, 60)
+            # the second instance drawn over the first where they overlap, as in SBD's maps
+            for j, ((x, y, bw, bh), cls) in enumerate(zip(boxes, (7, 12))):
                 cls_map[y:y + bh, x:x + bw] = cls
                 inst_map[y:y + bh, x:x + bw] = j + 1
             _jpeg(os.path.join(root, 'img', name + '.jpg'), image)
