@@ -85,19 +85,36 @@ def run_and_compare(args, name):
         ran = {v: [r for r in out[v] if r['stage'] == stage['name']] for v in folders}
         result['rc'] = {v: ran[v][0]['rc'] if ran[v] else 'not run' for v in folders}
         result['equal'] = all(ran.values()) and compare.verdict(result)
-        # CPython ends a daemon thread that wakes during finalization with pthread_exit; the
-        # family's prefetch thread is then inside MXNet's C++, and glibc aborts ('FATAL:
-        # exception not rethrown', no Python frame): after the stage's work, in either tree
-        result['aborted_at_exit'] = {v: bool(ran[v]) and ran[v][0]['rc'] == -6 and
-                                     'exception not rethrown' in ran[v][0]['tail']
-                                     for v in folders}
+        # 'aborted / crashed / hung at exit': in interpreter finalization, after the stage's
+        # last line (runs.FATAL); listed, and counted as run through
+        result['exit'] = {v: ran[v][0]['exit'] if ran[v] else 'not run' for v in folders}
         # proven: ran to its end in both trees and everything compared equal
         result['proven'] = result['equal'] and all(
-            result['rc'][v] == 0 or result['aborted_at_exit'][v] for v in folders)
+            result['exit'][v] == 'clean' or result['exit'][v].endswith(' at exit')
+            for v in folders)
         out['compare'][stage['name']] = result
-        print('%s %s rc=%s equal=%s proven=%s' % (name, stage['name'], result['rc'],
-                                                 result['equal'], result['proven']), flush=True)
+        print('%s %s exit=%s equal=%s proven=%s' % (name, stage['name'], result['exit'],
+                                                   result['equal'], result['proven']), flush=True)
     return out
+
+
+def summary(results):
+    """One line per stage: exit statuses, seconds, what was compared, and the verdict."""
+    lines = []
+    for name, pipeline in results['pipelines'].items():
+        for stage, result in pipeline['compare'].items():
+            seconds = {v: [r['seconds'] for r in pipeline[v] if r['stage'] == stage]
+                       for v in ('migrated', 'fork')}
+            compared = len(result['files'])
+            lines.append('%-18s %-15s exit %-15s %-15s s %-6s %-6s files %-3d batches %-5s '
+                         'lines %-5s %s' % (
+                             name, stage, result['exit']['migrated'], result['exit']['fork'],
+                             (seconds['migrated'] or ['-'])[0], (seconds['fork'] or ['-'])[0],
+                             compared, result.get('batch_metrics_equal', '-'),
+                             result.get('result_lines_equal', '-'),
+                             'PROVEN' if result['proven'] else
+                             'equal, not run through' if result['equal'] else 'DIFFERENT'))
+    return lines
 
 
 def main():
@@ -132,8 +149,10 @@ def main():
         results['pipelines'][name] = run_and_compare(args, name)
         with open(args.out, 'w') as f:
             json.dump(results, f, indent=1)
+    results['summary'] = summary(results)
     with open(args.out, 'w') as f:
         json.dump(results, f, indent=1)
+    print('\n'.join(results['summary']))
 
 
 if __name__ == '__main__':

@@ -17,6 +17,8 @@ DATASETS = {
             'image_set': '2007_trainval+2012_trainval', 'test_image_set': '2007_test'},
     'voc_seg': {'dataset': 'PascalVOC', 'dataset_path': './data/VOCdevkit2012',
                 'image_set': '2012_train_seg', 'test_image_set': '2012_val_seg'},
+    'cityscapes': {'NUM_CLASSES': 19, 'dataset': 'CityScape', 'dataset_path': './data/cityscapes',
+                   'image_set': 'leftImg8bit_train', 'test_image_set': 'leftImg8bit_val'},
     'sds': {'NUM_CLASSES': 21, 'dataset': 'PascalVOC', 'dataset_path': './data/VOCdevkit',
             'image_set': 'SDS_train', 'test_image_set': 'SDS_val'},
     'vid': {'NUM_CLASSES': 31, 'dataset': 'ImageNetVID', 'dataset_path': './data/ILSVRC2015',

@@ -1,7 +1,8 @@
 """Synthetic still-image data sets in the layouts the family's dataset classes read.
 
 COCO (``data/coco``), PASCAL VOC detection (``data/VOCdevkit/VOC2007``, ``VOC2012``), VOC
-segmentation (``data/VOCdevkit2012``) and SBD's SDS instance masks (``data/VOCdevkit/VOCSDS``):
+segmentation (``data/VOCdevkit2012``), Cityscapes (``data/cityscapes``) and SBD's SDS instance
+masks (``data/VOCdevkit/VOCSDS``):
 64x96 images of flat coloured boxes on noise, from fixed seeds. Written by us; nothing here
 is copied from a data set.
 """
@@ -118,6 +119,31 @@ def write_voc_seg(tree):
             f.write('\n'.join(names) + '\n')
 
 
+def write_cityscapes(tree):
+    """Cityscapes' layout (leftImg8bit/ and gtFine/ ``*_labelTrainIds.png``, by split and
+    city) as deeplab's ``cityscape.py`` walks it: 4 training images, 2 validation images."""
+    import cv2
+    import numpy as np
+    root = os.path.join(tree, 'data', 'cityscapes')
+    rng = np.random.RandomState(8)
+    for split, first, count in (('train', 1, 4), ('val', 101, 2)):
+        for k in range(first, first + count):
+            index = 'aachen_000000_%06d' % k
+            image = rng.randint(0, 60, size=(H, W, 3)).astype(np.uint8)
+            label = np.full((H, W), 255, np.uint8)  # 'ignore' where no class is drawn
+            label[H // 2:] = 0  # road
+            for cls in (rng.randint(1, 19), rng.randint(1, 19)):
+                bw, bh = rng.randint(20, 40), rng.randint(16, 32)
+                x, y = rng.randint(0, W - bw), rng.randint(0, H - bh)
+                image[y:y + bh, x:x + bw] = (12 * cls, 200 - 8 * cls, 90)
+                label[y:y + bh, x:x + bw] = cls
+            for folder, suffix, data in (('leftImg8bit', 'leftImg8bit', image),
+                                         ('gtFine', 'gtFine_labelTrainIds', label)):
+                path = os.path.join(root, folder, split, 'aachen', '%s_%s.png' % (index, suffix))
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                cv2.imwrite(path, data)
+
+
 def write_voc_sds(tree):
     """SBD's layout for FCIS's SDS configs (VOCSDS: img/, cls/ and inst/ .mat files,
     ImageSets/Main/train.txt and val.txt): 4 training images, 2 validation images, two
@@ -148,4 +174,4 @@ def write_voc_sds(tree):
 
 
 WRITERS = {'coco': write_coco, 'voc': write_voc_detection, 'voc_seg': write_voc_seg,
-           'sds': write_voc_sds}
+           'cityscapes': write_cityscapes, 'sds': write_voc_sds}

@@ -31,6 +31,8 @@ TEMPORARY_EDITS = [
         ('Deep-Feature-Flow', 'imagenet_vid_eval', ('imageset_file', 'detpath')),
         ('AdaScale', 'imagenet_vid_eval', ('imageset_file', 'detpath')),
         ('Flow-Guided-Feature-Aggregation', 'imagenet_vid_eval_motion',
+         ('imageset_file', 'detpath', 'det')),
+        ('Flow-Guided-Feature-Aggregation', 'imagenet_vid_eval',
          ('imageset_file', 'detpath', 'det')))
     for name in names
 ] + [
@@ -38,7 +40,6 @@ TEMPORARY_EDITS = [
      "time.clock() was removed in Python 3.8 and migrate does not port it (issue 36); "
      "process_time is what it measured on Linux")
     for repo, rel in (('Deep-Feature-Flow', 'rfcn/core/tester.py'),
-                      ('Deep-Feature-Flow', 'dff_rfcn/core/tester.py'),
                       ('AdaScale', 'rfcn/core/tester.py'))
 ] + [
     ('AdaScale', rel, 'open(%s)' % name, "open(%s, 'rb')" % name,

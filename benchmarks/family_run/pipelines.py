@@ -21,8 +21,10 @@ REPOS = {
     'AdaScale': 'enyac-group+AdaScale',
 }
 
-# What the evaluations print: COCOeval's summary, VOC's and ImageNet VID's APs, mean IU
-EVAL_LINES = r'^( Average (Precision|Recall)|AP for |Mean AP|mean(IU| IU)|motion \[|VOC07 metric)'
+# What the evaluations print: COCOeval's summary, VOC's and ImageNet VID's APs, mean IU and
+# the IU of each class (deeplab prints them one a line)
+EVAL_LINES = (r'^( Average (Precision|Recall)|AP for |Mean AP|mean(IU| IU)|motion \[|'
+              r'VOC07 metric|\d+\.\d+$)')
 
 
 def _train(project, script='train_end2end.py'):
@@ -44,7 +46,7 @@ DCN = 'Deformable-ConvNets'
 DCN_CFG = 'experiments/%s/cfgs/resnet_v1_101_%s.yaml'
 VID_CFG = 'experiments/%s/cfgs/resnet_v1_101_%simagenet_vid_rfcn_end2end_ohem.yaml'
 RELATION = 'resnet_v1_101_coco_trainvalminus_rcnn_end2end_relation_8epoch'
-DEEPLAB = 'experiments/deeplab/cfgs/deeplab_resnet_v1_101_voc12_segmentation_base.yaml'
+DEEPLAB = 'experiments/deeplab/cfgs/deeplab_resnet_v1_101_%s_segmentation_base.yaml'
 
 PIPELINES = {
     'faster_rcnn': _detection(DCN, 'faster_rcnn',
@@ -60,8 +62,11 @@ PIPELINES = {
     'fpn': _detection(DCN, 'fpn', DCN_CFG % ('fpn', 'coco_trainval_fpn_end2end_ohem'),
                       'resnet_v1_101_fpn_rcnn', 'fpn', 'coco'),
     'deeplab': dict(repo=DCN, project='deeplab', base='resnet_v1_101_deeplab', backbone='seg',
-                    cfg=DEEPLAB, data='voc_seg',
+                    cfg=DEEPLAB % 'voc12', data='voc_seg',
                     stages=[_train('deeplab', 'train.py'), _test('deeplab')]),
+    'deeplab_cityscapes': dict(repo=DCN, project='deeplab', base='resnet_v1_101_deeplab',
+                               backbone='seg', cfg=DEEPLAB % 'cityscapes', data='cityscapes',
+                               stages=[_train('deeplab', 'train.py'), _test('deeplab')]),
     'relation_rcnn': _detection(
         'Relation-Networks-for-Object-Detection', 'relation_rcnn',
         'experiments/relation_rcnn/cfgs/%s.yaml' % RELATION,

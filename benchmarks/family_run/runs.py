@@ -9,6 +9,7 @@ appends each batch's metrics (``repr`` of every float) to ``$PROOF_TRACE`` by wr
 custom operators in the calling thread in device order; ``OMP_NUM_THREADS=1``.
 """
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -50,6 +51,19 @@ if os.environ.get('PROOF_SHIM') == '1':
 '''
 
 
+# A crash or a hang in interpreter finalization, after the script's last line: faulthandler's
+# dump (of the abort, the segmentation fault, or our SIGABRT after the timeout) shows the main
+# thread with no Python frame left, and no thread in a module's code, only daemon threads
+# (the family's prefetch thread) in theirs. MXNet's C++ at exit ('terminate called without an
+# active exception': a joinable std::thread destroyed), glibc's 'FATAL: exception not
+# rethrown' (CPython ends a daemon thread that wakes during finalization with pthread_exit,
+# here inside MXNet), h5py under hickle in FCIS's prefetch thread; in either tree.
+FATAL = re.compile(r'Fatal Python error: (Aborted|Segmentation fault)\n'
+                   r'(.*?)(\nExtension modules|$)', re.S)
+SIGNALS = {-signal.SIGABRT: 'aborted at exit', -signal.SIGSEGV: 'crashed at exit',
+           'timeout': 'hung at exit'}
+
+
 def write_shim(work):
     os.makedirs(os.path.join(work, 'shim'), exist_ok=True)
     with open(os.path.join(work, 'shim', 'sitecustomize.py'), 'w') as f:
@@ -89,9 +103,21 @@ def run(cmd, cwd, log, timeout, env=None):
             proc.wait()
             rc = 'timeout'
     with open(log, errors='replace') as f:
-        tail = f.read()[-3000:]
+        text = f.read()
     return {'cmd': ' '.join(cmd), 'rc': rc, 'seconds': round(time.time() - start, 1),
-            'log': log, 'tail': tail}
+            'log': log, 'tail': text[-3000:],
+            'exit': _exit(rc, text)}
+
+
+def _exit(rc, text):
+    """'clean', 'failed', or how a process that had done its work ended in finalization."""
+    if rc == 0:
+        return 'clean'
+    dump = FATAL.search(text)
+    if rc in SIGNALS and dump and '<no Python frame>' in dump.group(2) \
+            and ' in <module>' not in dump.group(2):
+        return SIGNALS[rc]
+    return 'failed'
 
 
 def prepare_tree(args, repo, variant):
