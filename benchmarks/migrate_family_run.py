@@ -93,8 +93,8 @@ def run_and_compare(args, name):
             result['exit'][v] == 'clean' or result['exit'][v].endswith(' at exit')
             for v in folders)
         out['compare'][stage['name']] = result
-        print('%s %s exit=%s equal=%s proven=%s' % (name, stage['name'], result['exit'],
-                                                   result['equal'], result['proven']), flush=True)
+        print('%s %s exit=%s: %s' % (name, stage['name'], result['exit'], verdict(result)),
+              flush=True)
     return out
 
 
@@ -112,9 +112,20 @@ def summary(results):
                              (seconds['migrated'] or ['-'])[0], (seconds['fork'] or ['-'])[0],
                              compared, result.get('batch_metrics_equal', '-'),
                              result.get('result_lines_equal', '-'),
-                             'PROVEN' if result['proven'] else
-                             'equal, not run through' if result['equal'] else 'DIFFERENT'))
+                             verdict(result)))
     return lines
+
+
+def verdict(result):
+    exits = set(result['exit'].values())
+    if result['proven']:
+        return 'PROVEN'
+    if 'not run' in exits:
+        return 'not run (an earlier stage failed)'
+    if 'failed' in exits:
+        return 'FAILED in %s' % ' and '.join(v for v in ('migrated', 'fork')
+                                             if result['exit'][v] == 'failed')
+    return 'DIFFERENT'
 
 
 def main():
