@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path, PurePosixPath
 
-from mxpatch_bind.migrate.scanner import _text_imports
+from mxpatch_bind.migrate.deletions import _text_imports
 
 
 def imports(path):
