@@ -20,6 +20,7 @@ from mxnet import ndarray as nd
 from mxnet.base import MXNetError
 from mxnet.module import BucketingModule, Module
 
+from ..errors import UnsupportedMXNetError
 from . import distributed, memory, shapes
 from .executor_group import PerDeviceExecutorGroup
 from .forward import explain_refused_reshape, forward_flat, is_per_device, prepare
@@ -160,9 +161,17 @@ def _per_device_spec(module, data_shapes, label_shapes):
 
 
 def _require_module(module):
-    if not isinstance(module, Module):
-        raise TypeError(f"per-device shapes need a mxnet.module.Module; got {module!r} (a "
-                        "BucketingModule binds per device through install() or patched())")
+    if isinstance(module, Module):
+        return
+    if any(cls.__qualname__ == "Module" and cls.__module__ == Module.__module__
+           for cls in type(module).__mro__):
+        raise UnsupportedMXNetError(
+            f"{module!r} is of a mxnet.module.module.Module class made by importlib.reload after "
+            "mxpatch_bind's module core was built on the one before it; reload mxnet.module "
+            "after mxnet.module.module, then call mxpatch_bind.install(), which builds the core "
+            "again on the reloaded classes")
+    raise TypeError(f"per-device shapes need a mxnet.module.Module; got {module!r} (a "
+                    "BucketingModule binds per device through install() or patched())")
 
 
 def _call_per_device(module, method, args):

@@ -10,6 +10,7 @@ import inspect
 
 from mxnet.module import Module
 
+from ..errors import ShapeSpecError
 from . import binding, shapes
 from .binding import BindOptions, PerDeviceModule
 from .forward import check_presliced
@@ -17,7 +18,7 @@ from .sequential import PerDeviceSequentialModule
 from .transactions import all_or_nothing
 
 __all__ = ["bind_wrapper", "reshape_wrapper", "forward_wrapper", "bucketing_bind_wrapper",
-           "sequential_bind_wrapper"]
+           "sequential_bind_wrapper", "is_per_device_call"]
 
 
 def _split_call(instance, args):
@@ -127,3 +128,21 @@ def sequential_bind_wrapper(wrapped, instance, args, kwargs):
         return wrapped(*args, **kwargs)
     # The class's bind holds the one per-device signature; it works on a stock instance.
     return PerDeviceSequentialModule.bind(module, *method_args, **kwargs)
+
+
+def is_per_device_call(attribute, instance, args, kwargs):
+    """Whether a call of the patched method ``attribute`` (as wrapt hands it over) asks for
+    per-device behaviour: a per-device (or flattened per-device) spec for ``bind`` /
+    ``reshape``, a per-device batch for ``forward`` (stock's pre-sliced list is stock's)."""
+    if attribute == "forward":
+        batch = _batch_of(instance, args, kwargs)
+        form = shapes.batch_form(batch)
+        return form == shapes.DEVICE_LISTS or (form == shapes.BATCH_LIST
+                                               and not _one_shape(batch))
+    if attribute not in ("bind", "reshape"):
+        return False
+    _, method_args = _split_call(instance, args)
+    try:
+        return shapes.spec_form(*_shape_args(method_args, kwargs)) == shapes.PER_DEVICE
+    except ShapeSpecError:
+        return True  # mixed forms, or a per-device spec written flat

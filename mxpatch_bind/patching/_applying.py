@@ -33,6 +33,7 @@ from ..errors import PatchError, UnsupportedMXNetError
 from . import _reloads
 from ._chains import (
     Switch,
+    _Guard,
     _Wrapper,
     describe,
     forgotten,
@@ -150,6 +151,25 @@ def reapply(mx, force):
     logger.info("mxpatch_bind: MXNet's module files were reloaded; patched the new classes")
 
 
+def guard_halfway():
+    """Halfway through a reload (a module file reloaded, its package not yet): the new class
+    of each target reloaded gets a guard of ours that refuses per-device calls with the
+    refusal ``install()`` gives, where MXNet would fail on them with a bare ``TypeError``.
+
+    Our wrappers stay on the classes from before the reload (modules made before it keep
+    binding per device). The guards share the install's switch, and :func:`sweep` takes them
+    out with every other wrapper of ours not in ``handles``: :func:`reapply` once the package
+    is reloaded, :func:`remove` at the last uninstall.
+    """
+    for target in state.handles:
+        if owner(target) is state.owners[target] or any(
+                type(entry) is _Guard for entry in ours(target)):
+            continue  # not reloaded, or already guarded
+        wrapt.wrap_object(owner(target), target.attribute, _Guard,
+                          (_reloads.halfway_wrapper(target.attribute),),
+                          {"enabled": state.switch})
+
+
 def _take_off_the_old_owner(target, handle):
     """Our wrapper off the class (or module) we put it on, wherever that is now."""
     old = state.owners.pop(target)
@@ -235,7 +255,13 @@ def log_if_handled(level, message):
 # --------------------------------------------------------------------------- status
 def foreign_wrappers():
     found = []
+    halfway = bool(_reloads.half_reloaded())
     for target, handle in state.handles.items():
+        if reloaded(target) and halfway:
+            found.append(f"{full_name(target)}: MXNet's module was reloaded (importlib.reload) "
+                         "without its package; its new class refuses per-device calls until "
+                         "the package is reloaded too (stock calls run as MXNet's)")
+            continue
         if reloaded(target):
             found.append(f"{full_name(target)}: MXNet's module was reloaded (importlib.reload) "
                          "and its new class is not patched; install() again patches it, "
@@ -256,8 +282,12 @@ def foreign_wrappers():
         found.extend(f"{full_name(target)}: {describe(entry)}, switched off (it calls "
                      "straight through to what it wraps)"
                      for target in TARGETS for entry in ours(target)
-                     if entry is not state.handles.get(target))
+                     if entry is not state.handles.get(target) and not _live_guard(entry))
     return found
+
+
+def _live_guard(entry):
+    return type(entry) is _Guard and entry._self_enabled is state.switch
 
 
 # --------------------------------------------------------------------------- fork

@@ -18,6 +18,11 @@ class _Wrapper(wrapt.FunctionWrapper):
     handle (a child forked in the middle of an install has wrappers it never recorded)."""
 
 
+class _Guard(_Wrapper):
+    """A wrapper of ours on the new class of a half-reloaded module file: it refuses
+    per-device calls until the package is reloaded (``_reloads.halfway_wrapper``)."""
+
+
 class Switch:
     """The ``enabled`` of one install's wrappers: off once they are removed or forgotten."""
 

@@ -548,6 +548,39 @@ def test_a_fit_that_fails_before_the_optimizer_makes_no_epoch_minus_one_call(con
     assert calls == [] and "_after_init_optimizer" not in vars(mod)
 
 
+def test_the_epoch_minus_one_call_stays_one_shot_when_the_fit_sets_the_optimizer_again(
+        contexts, tmp_path):
+    # A batch callback that re-initialises the optimizer mid-fit (a learning-rate restart)
+    # runs init_optimizer again inside the same fit: the -1 call was that fit's first only.
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=MAX_DATA, epoch_end_callback_first=True)
+    epochs, restarts = [], []
+
+    def restart(params):
+        if not restarts:
+            restarts.append(params.epoch)
+            mod.init_optimizer(optimizer_params={"learning_rate": 0.05}, force_init=True)
+
+    arg_params, aux_params = fixed_params(detector_net(), (1, 3, 12, 12))
+    mod.fit(OneBatch(), num_epoch=2, epoch_end_callback=lambda epoch, *rest: epochs.append(epoch),
+            batch_end_callback=restart, arg_params=arg_params, aux_params=aux_params,
+            optimizer_params={"learning_rate": 0.1})
+    assert restarts == [0] and epochs == [-1, 0, 1]
+    assert mod._optimizer.lr == 0.05  # the restart did set the optimizer again
+
+
+def test_fit_without_an_epoch_end_callback_runs_on_a_module_made_with_epoch_end_callback_first(
+        contexts):
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=MAX_DATA, epoch_end_callback_first=True)
+    arg_params, aux_params = fixed_params(detector_net(), (1, 3, 12, 12))
+    mod.fit(OneBatch(), num_epoch=1, arg_params=arg_params, aux_params=aux_params,
+            optimizer_params={"learning_rate": 0.1})
+    trained, _ = mod.get_params()
+    assert mod.optimizer_initialized and "_after_init_optimizer" not in vars(mod)
+    assert not np.array_equal(trained["fc_weight"].asnumpy(), arg_params["fc_weight"].asnumpy())
+
+
 @pytest.mark.parametrize("value", [1, "yes", None])
 def test_epoch_end_callback_first_must_be_a_bool(value):
     with pytest.raises(TypeError, match=f"epoch_end_callback_first={value!r}: expected True "
@@ -587,6 +620,33 @@ def test_the_drop_in_takes_inputs_whose_first_axis_counts_objects_as_the_fork_di
     mod.set_params(args, {})
     mod.forward(mx.io.DataBatch(data=[list(a) for a in arrays], label=None,
                                 provide_data=provide), is_train=False)
+    got = mod.get_outputs(merge_multi_context=False)
+    for device, (data, masks) in enumerate(arrays):
+        executor = symbol.simple_bind(mx.cpu(), grad_req="null", data=data.shape,
+                                      gt_masks=masks.shape)
+        executor.forward(is_train=False, data=data, gt_masks=masks, **args)
+        for output, expected in zip(got, executor.outputs):
+            assert np.array_equal(output[device].asnumpy(), expected.asnumpy())
+
+
+def test_the_drop_in_reshapes_to_a_batch_whose_object_counts_and_sizes_differ(contexts):
+    # The reshape path: bound at one batch's shapes, fed another whose gt_masks hold other
+    # object counts than data holds samples (the fork's inputs), at other image sizes too.
+    symbol = mask_net()
+    mod = MutableModule(symbol, ["data", "gt_masks"], None, context=contexts)
+    bound = fcis_like((2, 3), seed=1)
+    mod.bind([[("data", d.shape), ("gt_masks", m.shape)] for d, m in bound], None,
+             for_training=False)
+    args = {"conv1_weight": mx.nd.array(np.full((2, 3, 3, 3), 0.1)),
+            "conv1_bias": mx.nd.zeros((2,))}
+    mod.set_params(args, {})
+    rng = np.random.RandomState(7)
+    arrays = [[mx.nd.array(rng.uniform(-1, 1, (1, 3, h, w))),
+               mx.nd.array(rng.randint(0, 2, (k, h, w)))]
+              for k, (h, w) in zip((5, 1), [(6, 7), (9, 11)])]
+    mod.forward(mx.io.DataBatch(data=[list(a) for a in arrays], label=None), is_train=False)
+    assert [[d.shape for d in device] for device in mod.data_shapes] == \
+        [[d.shape, m.shape] for d, m in arrays]
     got = mod.get_outputs(merge_multi_context=False)
     for device, (data, masks) in enumerate(arrays):
         executor = symbol.simple_bind(mx.cpu(), grad_req="null", data=data.shape,

@@ -201,3 +201,123 @@ def test_a_stock_bound_module_fed_a_per_device_batch_after_a_reload_goes_per_dev
         mod.forward(mx.io.DataBatch([[d] for d in data], None), is_train=False)
         print([o.shape for o in mod.get_outputs(merge_multi_context=False)[0]])
     """) == ["[(1,", "3),", "(3,", "3)]"]
+
+
+# --------------------------------------------------------------------------- halfway
+def test_a_per_device_bind_on_the_new_class_of_a_half_reload_is_refused_as_install_refuses():
+    # MXNet's own error would be "DataDesc.__new__() missing 1 required positional argument".
+    assert _run("""
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.module'])
+        new = sys.modules['mxnet.module.module'].Module
+        for call in ('bind', 'forward'):
+            mod = new(net(), context=[mx.cpu(0), mx.cpu(1)])
+            try:
+                if call == 'bind':
+                    mod.bind([[('data', (1, 5))], [('data', (3, 5))]])
+                else:
+                    mod.bind([('data', (4, 5))], None, for_training=False)
+                    mod.init_params()
+                    mod.forward(mx.io.DataBatch([[mx.nd.ones((1, 5))], [mx.nd.ones((3, 5))]]))
+            except mxpatch_bind.UnsupportedMXNetError as error:
+                message = str(error)
+            assert message.startswith('mxpatch_bind cannot run a per-device %s()' % call), message
+            assert 'reload mxnet.module after it' in message, message
+        stock = new(net(), context=[mx.cpu(0), mx.cpu(1)])
+        stock.bind([('data', (4, 5))], [('softmax_label', (4,))])  # stock calls run MXNet's
+        assert not mxpatch_bind.is_installed()
+        assert 'refuses per-device calls' in mxpatch_bind.status().foreign_wrappers[0]
+        importlib.reload(sys.modules['mxnet.module'])
+        assert mxpatch_bind.is_installed() and mxpatch_bind.status().foreign_wrappers == ()
+        print(per_device_bind())
+    """) == ["[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_a_half_reload_seen_by_a_later_install_is_refused_with_nothing_changed():
+    assert _run("""
+        import wrapt
+        from mxpatch_bind.patching import TARGETS as targets
+        def chains():
+            owners = [sys.modules[t.module] if t.owner is None
+                      else getattr(sys.modules[t.module], t.owner) for t in targets]
+            return [list(wrapt.wrapper_chain(vars(o)[t.attribute]))
+                    for o, t in zip(owners, targets)] + [
+                functions(mx.mod.Module), mxpatch_bind.status()]
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.module'])
+        before = chains()
+        try:
+            mxpatch_bind.install()
+        except mxpatch_bind.UnsupportedMXNetError as error:
+            assert 'reload mxnet.module after it' in str(error), error
+            assert str(error).endswith('Nothing was changed.'), error
+        after = chains()
+        assert all(len(a) == len(b) and all(x is y for x, y in zip(a, b))
+                   for a, b in zip(before[:-2], after[:-2]))
+        assert before[-2] == after[-2] and before[-1] == after[-1]
+        assert mxpatch_bind.status().refcount == 1
+        print('refused')
+    """) == ["refused"]
+
+
+def test_a_wrapper_of_ours_held_across_a_reload_is_switched_off_and_runs_stock():
+    assert _run("""
+        mxpatch_bind.install()
+        held = vars(mx.mod.Module)['bind']  # ours, as someone saved it before the reload
+        reload_module_files()
+        assert vars(mx.mod.Module)['bind'] is not held and mxpatch_bind.is_installed()
+        mod = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        try:
+            held(mod, [[('data', (1, 5))], [('data', (3, 5))]])
+        except TypeError as error:  # stock MXNet's, from DataDesc(*x)
+            print(type(error).__name__)
+        held(mod, [('data', (4, 5))], [('softmax_label', (4,))])
+        print(type(mod).__name__, [d.shape for d in mod.data_shapes])
+    """) == ["TypeError", "Module", "[(4,", "5)]"]
+
+
+def test_a_reload_of_base_module_with_its_package_keeps_the_core_on_the_classes_mxnet_uses():
+    # mxnet.module.Module still derives from the BaseModule of before the reload: the core
+    # must go on recognising the modules it makes (a held module is restored on a failure).
+    assert _run("""
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.base_module'])
+        importlib.reload(sys.modules['mxnet.module'])
+        from mxpatch_bind.module import transactions
+        outer = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        outer.helper = inner = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        try:
+            with transactions.all_or_nothing(outer):
+                inner.binded = True
+                raise RuntimeError('MXNet failed')
+        except RuntimeError:
+            pass
+        assert mxpatch_bind.is_installed() and not inner.binded
+        print(per_device_bind())
+    """) == ["[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_a_reload_of_base_module_module_and_package_rebuilds_the_core_on_the_new_classes():
+    assert _run("""
+        mxpatch_bind.install()
+        for name in ('mxnet.module.base_module', 'mxnet.module.module', 'mxnet.module'):
+            importlib.reload(sys.modules[name])
+        from mxpatch_bind.module import transactions
+        assert transactions.BaseModule is sys.modules['mxnet.module.base_module'].BaseModule
+        assert issubclass(mx.mod.Module, transactions.BaseModule)
+        print(per_device_bind())
+    """) == ["[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_the_free_bind_names_a_reload_the_core_was_not_rebuilt_for():
+    assert _run("""
+        mxpatch_bind.bind  # the core, built on the classes of now
+        reload_module_files()
+        mod = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        try:
+            mxpatch_bind.bind(mod, [[('data', (1, 5))], [('data', (3, 5))]])
+        except mxpatch_bind.UnsupportedMXNetError as error:
+            assert 'then call mxpatch_bind.install()' in str(error), error
+            print('named')
+        assert not mod.binded
+    """) == ["named"]
