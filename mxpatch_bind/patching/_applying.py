@@ -33,10 +33,9 @@ from ..errors import PatchError, UnsupportedMXNetError
 from . import _reloads
 from ._chains import (
     Switch,
-    _Guard,
-    _Wrapper,
     describe,
     forgotten,
+    is_guard,
     left_inside,
     ours,
     place_of,
@@ -55,7 +54,7 @@ class State:
     def __init__(self):
         self.lock = threading.RLock()
         self.refcount = 0
-        self.handles = {}  # Target -> the _Wrapper we installed, while applied
+        self.handles = {}  # Target -> the wrapper we installed, while applied
         self.owners = {}  # Target -> the class (or module) we installed it on
         self.switch = Switch()  # enables the wrappers in ``handles``
         self.force = False  # the force of the install() that applied (or will apply) the patch
@@ -95,7 +94,7 @@ def apply(mx, force):
         for target in TARGETS:
             state.owners[target] = owner(target)
             state.handles[target] = wrapt.wrap_object(
-                owner(target), target.attribute, _Wrapper,
+                owner(target), target.attribute, wrapt.FunctionWrapper,
                 (wrapper_function(target),), {"enabled": state.switch})
     except BaseException:
         remove(force=True)  # all or nothing: undo the targets already wrapped
@@ -162,10 +161,9 @@ def guard_halfway():
     is reloaded, :func:`remove` at the last uninstall.
     """
     for target in state.handles:
-        if owner(target) is state.owners[target] or any(
-                type(entry) is _Guard for entry in ours(target)):
+        if owner(target) is state.owners[target] or any(map(is_guard, ours(target))):
             continue  # not reloaded, or already guarded
-        wrapt.wrap_object(owner(target), target.attribute, _Guard,
+        wrapt.wrap_object(owner(target), target.attribute, wrapt.FunctionWrapper,
                           (_reloads.halfway_wrapper(target.attribute),),
                           {"enabled": state.switch})
 
@@ -287,7 +285,7 @@ def foreign_wrappers():
 
 
 def _live_guard(entry):
-    return type(entry) is _Guard and entry._self_enabled is state.switch
+    return is_guard(entry) and entry._self_enabled is state.switch
 
 
 # --------------------------------------------------------------------------- fork

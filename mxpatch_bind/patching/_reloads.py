@@ -81,6 +81,7 @@ def halfway_wrapper(attribute):
                                          "could not patch the new classes (install() says why)"]
             raise UnsupportedMXNetError(refusal(halves, f"run a per-device {attribute}()"))
         return wrapped(*args, **kwargs)
+    refuse_per_device.halfway = True  # what tells a guard from our other wrappers
     return refuse_per_device
 
 
