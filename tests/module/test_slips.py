@@ -133,3 +133,19 @@ def test_a_module_of_the_per_device_class_not_yet_bound_says_so():
 
     mod = adopt_module(mx.mod.Module(conv_net(), context=CONTEXTS))  # a bucket's, before bind
     assert repr(mod) == "<mxnet.module.module.Module on [cpu(0), cpu(1)], not bound>"
+
+
+def test_a_flat_tuple_naming_an_input_once_per_device_is_refused_as_a_flat_list_is():
+    mod = module()
+    with pytest.raises(mxpatch_bind.ShapeSpecError, match="names 'data' 2 times"):
+        mxpatch_bind.bind(mod, tuple(FLAT_DATA))
+    assert not mod.binded
+
+
+def test_a_sequential_module_bound_per_device_shows_what_it_is():
+    chain = mx.mod.SequentialModule()
+    chain.add(module())
+    with mxpatch_bind.patched():
+        chain.bind([[("data", S0)], [("data", S1)]])
+    assert repr(chain) == ("<mxnet.module.sequential_module.SequentialModule, bound per device "
+                           f"(mxpatch_bind): data {NESTED_DATA}>")

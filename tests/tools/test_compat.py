@@ -664,3 +664,27 @@ def test_a_stock_module_still_refuses_inputs_of_another_sample_count(contexts):
                                                             "samples per input"):
         mod.bind(provide, None, for_training=False)
     assert not mod.binded
+
+
+def test_fit_with_a_state_path_that_is_a_folder_fails_before_binding(contexts, tmp_path):
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts)
+    with pytest.raises(FileNotFoundError, match="no such optimizer-states file"):
+        mod.fit(OneBatch(), num_epoch=1, state=str(tmp_path))
+    assert not mod.binded
+
+
+def test_a_one_context_drop_in_keeps_stocks_local_training_without_a_kvstore():
+    # Stock Module makes no kvstore for 'local' on one device; the fork's rescale_grad rule
+    # must not make one either.
+    shapes = [[("data", (2, 3, 10, 14))]], [[("softmax_label", (2,))]]
+    mods = [MutableModule(detector_net(), ["data"], ["softmax_label"], context=mx.cpu(0)),
+            mx.mod.Module(detector_net(), context=mx.cpu(0))]
+    for mod in mods:
+        if mod is mods[0]:
+            mod.bind(*shapes)
+        else:
+            mod.bind(shapes[0][0], shapes[1][0])
+        mod.set_params(*fixed_params(detector_net(), (1, 3, 12, 12)))
+        mod.init_optimizer(kvstore="local")
+    assert mods[0]._kvstore is None and mods[1]._kvstore is None
+    assert mods[0]._optimizer.rescale_grad == 1.0  # the fork's 1 / number of devices
