@@ -15,6 +15,7 @@ from . import common
 
 BENCHMARKS = {
     "overhead": "Step time of stock-form training and bind/reshape dispatch, patched vs not.",
+    "stock_path": "Stock-form CNN training under install(): 15 interleaved pairs and a profile.",
     "variable": "Variable-size images: stock padding vs per-device shapes (arrival, grouped).",
     "reshape": "Cost of a shape change: per-device reshape vs shared-module rebind vs bind.",
     "memory": "Resident memory over 1,000 shape changes; oneDNN primitive-cache cap.",

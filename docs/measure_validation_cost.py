@@ -15,7 +15,8 @@ sys.path.insert(0, "tests")
 from nets import conv_net  # noqa: E402
 
 import mxpatch_bind  # noqa: E402
-from mxpatch_bind.module import batches, binding, shapes, transactions  # noqa: E402
+from mxpatch_bind.module import forward as forward_  # noqa: E402
+from mxpatch_bind.module import transactions  # noqa: E402
 
 SHAPES = [(2, 3, 32, 32), (3, 3, 24, 24)]
 
@@ -29,9 +30,7 @@ def main(repeats=7, number=200):
                             label=[[mx.nd.zeros((s[0],))] for s in SHAPES])
 
     def check():
-        form = shapes.batch_form(batch)
-        checked = batches.check_device_batch(batch, form, binding._expected_inputs(mod))
-        binding._spec_for_batch(mod, checked)
+        forward_.prepare(mod, batch, is_train=False)  # the checked batch and its spec
 
     def forward():
         mod.forward(batch, is_train=False)

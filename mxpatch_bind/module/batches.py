@@ -1,9 +1,12 @@
 """Check a forward batch against the module's inputs before anything is copied (private).
 
-Every per-device forward runs :func:`check_device_batch` first: a batch that does not fit
-raises :class:`~mxpatch_bind.BatchError` naming the device, the input, what was given and
-what was expected, while the module is still exactly as it was. The checks read only Python
-attributes and one ``shape`` per array, since they run on every batch.
+Every per-device forward asks :func:`check_device_batch` once and gets the whole answer: a
+batch that does not fit (a device's inputs, its ``provide_*``, a training batch without the
+labels the module is bound with, a short batch in training) raises
+:class:`~mxpatch_bind.BatchError` naming the device, the input, what was given and what was
+expected, while the module is still exactly as it was; a batch that fits comes back as one
+:class:`Checked` whose fields need no second look. The checks read only Python attributes and
+one ``shape`` per array, since they run on every batch.
 """
 
 import numbers
@@ -15,27 +18,38 @@ from mxnet.ndarray import NDArray
 from ..errors import BatchError
 from . import shapes
 
-__all__ = ["Expected", "Checked", "check_device_batch", "check_short_batch", "check_flat_batch",
-           "given"]
+__all__ = ["Expected", "Checked", "check_device_batch", "check_flat_batch", "given"]
 
 # numpy dtype kinds MXNet arrays can hold: bool, signed, unsigned, float (not complex,
 # strings, objects, dates); NDArrays hold only those.
 _ACCEPTED_KINDS = "biuf"
 
 Expected = namedtuple("Expected", ["num_devices", "data_names", "data_ranks", "label_names",
-                                   "label_ranks"])
+                                   "label_ranks", "labels_bound", "training"],
+                      defaults=(False, False))
 Expected.__doc__ = ("What a batch must hold: device count, input names in the executors' order, "
-                    "their ranks (``None`` where unknown); ``label_names`` empty: labels ignored.")
+                    "their ranks (``None`` where unknown); ``label_names`` empty: labels ignored; "
+                    "``labels_bound``: the module is bound with labels, which a ``training`` "
+                    "forward then needs.")
 
 Checked = namedtuple("Checked", ["data", "label", "data_shapes", "label_shapes", "provide_data",
                                  "provide_label"])
 Checked.__doc__ = ("A batch that passed: per-device lists of arrays, their shapes (tuples), and "
-                   "each device's provide_data/provide_label entries (``None`` where absent); "
-                   "``label`` and ``label_shapes`` are ``None`` without labels.")
+                   "each device's provide_data/provide_label entries (``None`` where a device "
+                   "has none, the field ``None`` where no device has any); ``label`` and "
+                   "``label_shapes`` are ``None`` without labels.")
+
+# The batch forms, as the fix for a missing label names the field to fill.
+_LABEL_FIX = {
+    shapes.DEVICE_LISTS: "label=[[arrays of device 0], [arrays of device 1], ...], one list per "
+                         "device as its data",
+    shapes.BATCH_LIST: "label=[arrays] on every DataBatch of the list, as its data",
+    shapes.STOCK: "label=[arrays], as its data",
+}
 
 
 def check_device_batch(data_batch, form, expected):
-    """Validate a per-device batch (either form) and return its arrays and shapes.
+    """Validate a per-device batch (either form) whole and return its arrays and shapes.
 
     Parameters
     ----------
@@ -45,7 +59,7 @@ def check_device_batch(data_batch, form, expected):
     form : str
         What :func:`~mxpatch_bind.module.shapes.batch_form` said of it.
     expected : Expected
-        The module's inputs.
+        The module's inputs, and whether this forward trains.
 
     Returns
     -------
@@ -54,7 +68,9 @@ def check_device_batch(data_batch, form, expected):
     Raises
     ------
     BatchError
-        Naming the device index, the input, what was given and what was expected.
+        Naming the device index, the input, what was given and what was expected; also for a
+        training batch without the labels the module is bound with (its devices would train
+        on an earlier batch's labels), and for fewer device entries than contexts in training.
 
     Examples
     --------
@@ -63,6 +79,13 @@ def check_device_batch(data_batch, form, expected):
     >>> expected = Expected(2, ['data'], [2], [], [])
     >>> check_device_batch(batch, shapes.DEVICE_LISTS, expected).data_shapes
     (((2, 3),), ((1, 3),))
+    >>> trains = Expected(2, ['data'], [2], ['softmax_label'], [1], labels_bound=True,
+    ...                   training=True)
+    >>> try:
+    ...     check_device_batch(batch, shapes.DEVICE_LISTS, trains)
+    ... except BatchError as error:
+    ...     print(error)  # doctest: +ELLIPSIS
+    the batch has no labels, but the module is bound with labels ['softmax_label'] and ...
     """
     data, label, provide_data, provide_label = _split(data_batch, form)
     _check_device_count(data, "data", expected.num_devices)
@@ -80,6 +103,8 @@ def check_device_batch(data_batch, form, expected):
                                           expected.label_ranks)
     else:
         label = None  # a module without label inputs ignores labels, as stock does
+    _check_short(num_given, expected)
+    _check_labels_given(label, form, expected)
     _check_provided(provide_data, "data", expected.data_names, data_shapes)
     if label_shapes is not None:
         _check_provided(provide_label, "label", expected.label_names, label_shapes)
@@ -87,39 +112,43 @@ def check_device_batch(data_batch, form, expected):
                    provide_label if label_shapes is not None else None)
 
 
-def check_short_batch(checked, num_devices, is_train):
+def _check_short(num_given, expected):
     """A batch with fewer device entries than contexts (a tester's last batch) runs for
-    inference only; in training it is refused, since the idle devices would have no samples.
-
-    Examples
-    --------
-    >>> import mxnet as mx
-    >>> checked = check_device_batch(mx.io.DataBatch(data=[[mx.nd.ones((2, 3))]]),
-    ...                              shapes.DEVICE_LISTS, Expected(2, ['data'], [2], [], []))
-    >>> check_short_batch(checked, 2, is_train=False)
-    >>> try:
-    ...     check_short_batch(checked, 2, is_train=True)
-    ... except BatchError as error:
-    ...     print(error)  # doctest: +ELLIPSIS
-    the batch has 1 device entries but the module has 2 contexts; a short batch runs ...
-    """
-    num_given = len(checked.data)
-    if is_train and num_given < num_devices:
+    inference only; in training it is refused, since the idle devices would have no samples."""
+    if expected.training and num_given < expected.num_devices:
         raise BatchError(
-            f"the batch has {num_given} device entries but the module has {num_devices} contexts; "
-            "a short batch runs for inference only (forward with is_train=False, or a module "
-            "bound with for_training=False): training it would leave the other devices without "
-            "samples. Drop the last batch, or give every device samples")
+            f"the batch has {num_given} device entries but the module has "
+            f"{expected.num_devices} contexts; a short batch runs for inference only (forward "
+            "with is_train=False, or a module bound with for_training=False): training it "
+            "would leave the other devices without samples. Drop the last batch, or give "
+            "every device samples")
+
+
+def _check_labels_given(label, form, expected):
+    """A training forward of a module bound with labels needs the batch's labels: without
+    them every device would train on the labels an earlier batch left in its executor."""
+    if label is None and expected.training and expected.labels_bound:
+        raise BatchError(
+            f"the batch has no labels, but the module is bound with labels "
+            f"{list(expected.label_names)!r} and this forward trains (is_train=True, or None "
+            "on a module bound for training): its devices would train on the labels an "
+            f"earlier batch left behind. Give the batch its labels ({_LABEL_FIX[form]}), or "
+            "run forward(batch, is_train=False) for inference")
 
 
 def check_flat_batch(data_batch, expected):
     """Validate a flat (stock) batch for a module bound per device: one device, named inputs.
 
+    Returns
+    -------
+    Checked
+        Of one device: the arrays' shapes, and its ``provide_*`` and labels where given.
+
     Examples
     --------
     >>> import mxnet as mx
     >>> check_flat_batch(mx.io.DataBatch(data=[mx.nd.ones((3, 4))]),
-    ...                  Expected(2, ['data'], [2], [], []))
+    ...                  Expected(2, ['data'], [2], [], [])).data_shapes
     ((3, 4),)
     """
     data = getattr(data_batch, "data", None)
@@ -128,16 +157,23 @@ def check_flat_batch(data_batch, expected):
                          f"{list(expected.data_names)!r}")
     shapes_ = _check_device(None, data, "data", expected.data_names, expected.data_ranks)
     provided = getattr(data_batch, "provide_data", None)
-    if given(provided):
-        _check_device_provided(None, provided, "data", expected.data_names, shapes_)
+    provide_data = provided if given(provided) else None
+    if provide_data is not None:
+        _check_device_provided(None, provide_data, "data", expected.data_names, shapes_)
     label = getattr(data_batch, "label", None)
+    label_shapes = provide_label = None
     if given(label) and expected.label_names:
         label_shapes = _check_device(None, label, "label", expected.label_names,
                                      expected.label_ranks)
         provided = getattr(data_batch, "provide_label", None)
-        if given(provided):
-            _check_device_provided(None, provided, "label", expected.label_names, label_shapes)
-    return shapes_
+        provide_label = provided if given(provided) else None
+        if provide_label is not None:
+            _check_device_provided(None, provide_label, "label", expected.label_names,
+                                   label_shapes)
+    else:
+        label = None
+    _check_labels_given(label, shapes.STOCK, expected)
+    return Checked(data, label, shapes_, label_shapes, provide_data, provide_label)
 
 
 def given(value):
@@ -183,7 +219,7 @@ def _per_device_provided(provided, what, num_given, names):
     if len(provided) != num_given:
         raise BatchError(f"the batch's {what} has {len(provided)} device entries but its arrays "
                          f"have {num_given}: {_short(provided)}; expected one entry per device")
-    return list(provided)
+    return [entry if given(entry) else None for entry in provided]
 
 
 def _provided_example(names):
@@ -280,7 +316,7 @@ def _check_provided(provided, field, names, device_shapes):
     if provided is None:
         return
     for device, (entries, shapes_) in enumerate(zip(provided, device_shapes)):
-        if given(entries):
+        if entries is not None:
             _check_device_provided(device, entries, field, names, shapes_)
 
 
@@ -300,4 +336,5 @@ def _check_device_provided(device, entries, field, names, array_shapes):
                              f"inputs in the module's order {list(names)!r}")
         if not _same_shape(entry[1], shape):
             raise BatchError(f"{_where(device, field, name)}: {what} says shape {entry[1]!r} but "
-                             f"the array has shape {shape!r}")
+                             f"the array has shape {shape!r}; expected the array's own shape "
+                             f"(make {what} from the arrays, or leave it out)")

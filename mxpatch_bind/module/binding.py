@@ -20,6 +20,7 @@ from mxnet import ndarray as nd
 from mxnet.base import MXNetError
 from mxnet.module import BucketingModule, Module
 
+from ..errors import UnsupportedMXNetError
 from . import distributed, memory, shapes
 from .executor_group import PerDeviceExecutorGroup
 from .forward import explain_refused_reshape, forward_flat, is_per_device, prepare
@@ -160,9 +161,17 @@ def _per_device_spec(module, data_shapes, label_shapes):
 
 
 def _require_module(module):
-    if not isinstance(module, Module):
-        raise TypeError(f"per-device shapes need a mxnet.module.Module; got {module!r} (a "
-                        "BucketingModule binds per device through install() or patched())")
+    if isinstance(module, Module):
+        return
+    if any(cls.__qualname__ == "Module" and cls.__module__ == Module.__module__
+           for cls in type(module).__mro__):
+        raise UnsupportedMXNetError(
+            f"{module!r} is of a mxnet.module.module.Module class made by importlib.reload after "
+            "mxpatch_bind's module core was built on the one before it; reload mxnet.module "
+            "after mxnet.module.module, then call mxpatch_bind.install(), which builds the core "
+            "again on the reloaded classes")
+    raise TypeError(f"per-device shapes need a mxnet.module.Module; got {module!r} (a "
+                    "BucketingModule binds per device through install() or patched())")
 
 
 def _call_per_device(module, method, args):
@@ -276,10 +285,54 @@ def _reshape_per_device(module, spec):
 
 
 # --------------------------------------------------------------------------- module classes
+_CORE = __name__.rpartition(".")[0] + "."  # mxpatch_bind.module.: where our classes live
+
+
+def module_repr(module):
+    """What ``repr`` shows of a module of a per-device class: the class it was made as, its
+    contexts and its shapes, in the form they are bound in.
+
+    Examples
+    --------
+    >>> import mxnet as mx
+    >>> import mxpatch_bind
+    >>> net = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=3, name='fc')
+    >>> mod = mx.mod.Module(net, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
+    >>> mxpatch_bind.bind(mod, [[('data', (1, 5))], [('data', (3, 5))]])
+    >>> mod  # doctest: +NORMALIZE_WHITESPACE
+    <mxnet.module.module.Module on [cpu(0), cpu(1)], bound per device (mxpatch_bind):
+     data [[('data', (1, 5))], [('data', (3, 5))]]>
+    """
+    made_as = type(module)
+    while made_as.__module__.startswith(_CORE):  # ours: PerDeviceModule, PerDeviceSVRGModule
+        made_as = made_as.__bases__[0]
+    contexts = getattr(module, "_context", None)
+    where = "" if contexts is None else f" on {list(contexts)!r}"
+    if not module.binded:
+        return f"<{made_as.__module__}.{made_as.__qualname__}{where}, not bound>"
+    data, labels = module.data_shapes, module.label_shapes
+    per_device = shapes.spec_form(data) == shapes.PER_DEVICE
+    text = (f"<{made_as.__module__}.{made_as.__qualname__}{where}, bound "
+            f"{'per device' if per_device else 'in stock form'} (mxpatch_bind): data "
+            f"{_pairs(data, per_device)!r}")
+    if labels is not None:
+        text += f", label {_pairs(labels, per_device)!r}"
+    return text + ">"
+
+
+def _pairs(descs, per_device):
+    """DataDescs as the ``(name, shape)`` pairs a user writes them as."""
+    if per_device:
+        return [_pairs(device, False) for device in descs]
+    return [(desc.name, tuple(desc.shape)) for desc in descs]
+
+
 class PerDeviceModule(Module):
     """The class a ``Module`` bound per device switches to (for a subclass of ``Module``, a
     class derived from both, with this one after the subclass: the subclass's own methods
     run, and their ``super()`` calls reach these)."""
+
+    __repr__ = module_repr
 
     def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
              force_rebind=False, shared_module=None, grad_req='write'):
@@ -368,6 +421,8 @@ class PerDeviceModule(Module):
 
 class PerDeviceBucketingModule(BucketingModule):
     """The class a ``BucketingModule`` whose default bucket is bound per device switches to."""
+
+    __repr__ = module_repr
 
     def switch_bucket(self, bucket_key, data_shapes, label_shapes=None):
         """``BucketingModule.switch_bucket``; a new key's bucket binds per device, and a

@@ -247,17 +247,18 @@ class PerDeviceExecutorGroup(DataParallelExecutorGroup):
             return super().forward(data_batch, is_train)
         # Modules hand forward_devices a batch they checked; called on the group itself, the
         # batch is checked here the same way, against the group's own inputs.
-        checked = batches.check_device_batch(data_batch, shapes.DEVICE_LISTS, self._expected())
-        batches.check_short_batch(checked, len(self.execs),
-                                  self.for_training if is_train is None else is_train)
+        checked = batches.check_device_batch(data_batch, shapes.DEVICE_LISTS,
+                                             self._expected(is_train))
         return self.forward_devices(checked.data, checked.label, is_train)
 
-    def _expected(self):
+    def _expected(self, is_train):
         labels = self.label_shapes[0] if self.label_shapes else []
+        training = bool(self.for_training if is_train is None else is_train)
         return batches.Expected(len(self.execs), list(self.data_names),
                                 [len(desc.shape) for desc in self.data_shapes[0]],
                                 [desc.name for desc in labels],
-                                [len(desc.shape) for desc in labels])
+                                [len(desc.shape) for desc in labels],
+                                bool(self.label_shapes), training)
 
     def forward_devices(self, data, labels, is_train=None):
         """Copy one list of arrays per device into its executor and run every one forward.

@@ -2,7 +2,8 @@
 
 :func:`prepare` is the one call ``binding.PerDeviceModule.forward`` makes for a per-device
 batch: its form, the inputs the module expects (:func:`_expected_inputs`, worked out once),
-the checked batch and the per-device spec it needs (:func:`_spec_for_batch`).
+the checked batch (one question to ``batches``, which answers it whole) and the per-device
+spec it needs (:func:`_spec_for_batch`, worked out here from the checked batch alone).
 :func:`forward_flat` is the path of a flat batch. docs/design.rst draws the walk.
 """
 
@@ -29,8 +30,10 @@ def _current_descs(module, field):
     return descs if is_per_device(module) else [descs]
 
 
-def _expected_inputs(module):
-    """What a batch must hold for ``module``: names in the executors' order and their ranks."""
+def _expected_inputs(module, is_train):
+    """What a batch must hold for ``module``: names in the executors' order and their ranks,
+    whether it is bound with labels, and whether this forward trains (``is_train`` as the
+    executor group resolves it)."""
     data = _current_descs(module, "data")[0]
     labels = _current_descs(module, "label")
     if labels is not None:
@@ -40,8 +43,10 @@ def _expected_inputs(module):
         # Bound without labels: a labelled batch may bring them (ranks unknown).
         label_names = list(module.label_names)
         label_ranks = [None] * len(label_names)
+    training = bool(module.for_training if is_train is None else is_train)
     return batches.Expected(len(module._context), [desc.name for desc in data],
-                            [len(desc.shape) for desc in data], label_names, label_ranks)
+                            [len(desc.shape) for desc in data], label_names, label_ranks,
+                            labels is not None, training)
 
 
 def prepare(module, data_batch, is_train):
@@ -51,16 +56,27 @@ def prepare(module, data_batch, is_train):
     Raises
     ------
     BatchError
-        The batch does not fit the module; nothing has changed.
+        The batch does not fit the module (a training batch without the labels the module is
+        bound with included); nothing has changed.
     """
     form = shapes.batch_form(data_batch)
     if form == shapes.STOCK:
         return None
-    expected = _expected_inputs(module)
+    expected = _expected_inputs(module, is_train)
     checked = batches.check_device_batch(data_batch, form, expected)
-    batches.check_short_batch(checked, len(module._context),
-                              module.for_training if is_train is None else is_train)
     return checked, _spec_for_batch(module, checked, expected)
+
+
+def check_presliced(module, batch_list, is_train):
+    """Check stock's pre-sliced list (one DataBatch per device, all of one shape) whole, as
+    :func:`prepare` checks every per-device batch, before stock ``forward`` loads it.
+
+    Raises
+    ------
+    BatchError
+        The batch does not fit the module; nothing has changed.
+    """
+    batches.check_device_batch(batch_list, shapes.BATCH_LIST, _expected_inputs(module, is_train))
 
 
 def _spec_for_batch(module, checked, expected):
@@ -151,7 +167,7 @@ def _descs_for(module, expected, field, device_shapes, provided):
         templates = {desc.name: desc for desc in current[0]}
     descs = []
     for device, shapes_ in enumerate(device_shapes):
-        entries = provided[device] if provided and batches.given(provided[device]) else None
+        entries = provided[device] if provided else None  # checked: None where not given
         device_descs = []
         for position, (name, shape) in enumerate(zip(names, shapes_)):
             source = entries[position] if entries else templates.get(name)
@@ -170,10 +186,10 @@ def forward_flat(module, data_batch, is_train):
     is exactly the devices' shapes concatenated, else after a reshape back to stock form."""
     if not is_per_device(module):
         return Module.forward(module, data_batch, is_train)
-    expected = _expected_inputs(module)
-    batch_shapes = batches.check_flat_batch(data_batch, expected)
-    if not _fits_merged(module, batch_shapes):
-        module.reshape(*_flat_descs(module, data_batch, batch_shapes, expected))
+    expected = _expected_inputs(module, is_train)
+    checked = batches.check_flat_batch(data_batch, expected)
+    if not _fits_merged(module, checked.data_shapes):
+        module.reshape(*_flat_descs(module, checked, expected))
     if is_per_device(module):
         return module._exec_group.forward(data_batch, is_train)
     return Module.forward(module, data_batch, is_train)
@@ -197,19 +213,18 @@ def _fits_merged(module, batch_shapes):
     return True
 
 
-def _flat_descs(module, data_batch, batch_shapes, expected):
-    """Flat (stock) data and label descs for a flat batch, as stock forward derives them.
+def _flat_descs(module, checked, expected):
+    """Flat (stock) data and label descs for a checked flat batch, as stock forward derives
+    them (labels the module ignores are left out, as stock leaves them).
 
     Upstream: mxnet.module.module.Module.forward
     """
-    data = getattr(data_batch, "provide_data", None)
-    if not batches.given(data):
-        data = _descs_for(module, expected, "data", [batch_shapes], None)[0]
-    labels = getattr(data_batch, "label", None)
-    if not (batches.given(labels) and module.label_names):
-        return data, None  # labels the module ignores, as stock does
-    label = getattr(data_batch, "provide_label", None)
-    if not batches.given(label):
-        label = _descs_for(module, expected, "label", [tuple(tuple(a.shape) for a in labels)],
-                           None)[0]
+    data = checked.provide_data
+    if data is None:
+        data = _descs_for(module, expected, "data", [checked.data_shapes], None)[0]
+    if checked.label_shapes is None:
+        return data, None
+    label = checked.provide_label
+    if label is None:
+        label = _descs_for(module, expected, "label", [checked.label_shapes], None)[0]
     return data, label

@@ -51,6 +51,8 @@ class PerDeviceSequentialModule(SequentialModule):
     True
     """
 
+    __repr__ = binding.module_repr
+
     def bind(self, data_shapes, label_shapes=None, for_training=True, inputs_need_grad=False,
              force_rebind=False, shared_module=None, grad_req='write'):
         """Binds every module of the chain; per device when the shapes are per device.

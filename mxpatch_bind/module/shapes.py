@@ -158,7 +158,9 @@ def spec_form(data_shapes, label_shapes=None):
     Raises
     ------
     ShapeSpecError
-        When data is stock but the labels are per-device.
+        When data is stock but the labels are per-device, or when a flat list names an input
+        more than once (a per-device spec written flat: MXNet would say only that the names
+        do not match).
 
     Examples
     --------
@@ -166,6 +168,11 @@ def spec_form(data_shapes, label_shapes=None):
     'stock'
     >>> spec_form([[('data', (1, 3))], [('data', (3, 3))]])
     'per-device'
+    >>> try:
+    ...     spec_form([('data', (1, 3)), ('data', (3, 3))])
+    ... except ShapeSpecError as error:
+    ...     print(error)  # doctest: +ELLIPSIS
+    data_shapes [('data', (1, 3)), ('data', (3, 3))] names 'data' 2 times: ... [[('data', (1, 3))], [('data', (3, 3))]]
     """
     if isinstance(data_shapes, DeviceShapes):
         return PER_DEVICE
@@ -175,7 +182,38 @@ def spec_form(data_shapes, label_shapes=None):
         raise ShapeSpecError(
             f"label_shapes {label_shapes!r} is per-device but data_shapes {data_shapes!r} is flat; "
             f"pass both in the same form: {_SPEC_FORM}")
+    _check_not_flattened(data_shapes, "data_shapes")
+    _check_not_flattened(label_shapes, "label_shapes")
     return STOCK
+
+
+def _check_not_flattened(entries, what):
+    """A flat list that names an input twice is a per-device spec written without its inner
+    lists (``[('data', s0), ('data', s1)]``): say so, with the nested form of those entries."""
+    if not isinstance(entries, (list, tuple)):
+        return  # not a spec at all: MXNet's own error names it
+    names = [entry[0] for entry in entries if _is_stock_entry(entry)]
+    if len(set(names)) == len(names):
+        return
+    repeated = next(name for name in names if names.count(name) > 1)
+    raise ShapeSpecError(
+        f"{what} {list(entries)!r} names {repeated!r} {names.count(repeated)} times: a flat "
+        "list describes one batch that MXNet splits across the devices, and names each input "
+        "once. For a shape per device, give one list per device: "
+        f"{_nested(entries)!r}")
+
+
+def _nested(entries):
+    """A flat list's entries as one list per device: device i takes the i-th entry of each
+    name, written as ``(name, shape)``."""
+    devices, seen = [], {}
+    for entry in filter(_is_stock_entry, entries):
+        index = seen.get(entry[0], 0)
+        seen[entry[0]] = index + 1
+        if index == len(devices):
+            devices.append([])
+        devices[index].append((entry[0], entry[1] if len(entry) > 1 else None))
+    return devices
 
 
 def batch_form(data_batch):

@@ -10,13 +10,15 @@ import inspect
 
 from mxnet.module import Module
 
+from ..errors import ShapeSpecError
 from . import binding, shapes
 from .binding import BindOptions, PerDeviceModule
+from .forward import check_presliced
 from .sequential import PerDeviceSequentialModule
 from .transactions import all_or_nothing
 
 __all__ = ["bind_wrapper", "reshape_wrapper", "forward_wrapper", "bucketing_bind_wrapper",
-           "sequential_bind_wrapper"]
+           "sequential_bind_wrapper", "is_per_device_call"]
 
 
 def _split_call(instance, args):
@@ -52,27 +54,43 @@ def reshape_wrapper(wrapped, instance, args, kwargs):
 
 
 def forward_wrapper(wrapped, instance, args, kwargs):
-    """What a patched ``Module.forward`` runs: a per-device batch on a plain ``Module`` bound
-    in stock form switches it to the per-device class, which reshapes it to per device;
-    everything else goes straight to the original (a flat batch costs one ``batch_form``)."""
+    """What a patched ``Module.forward`` runs: a flat batch goes straight to the original (it
+    costs one ``batch_form``); a per-device batch on a plain ``Module`` bound in stock form
+    switches it to the per-device class, which reshapes it to per device; stock's own
+    pre-sliced list is checked whole, as every per-device batch is, then handed to the
+    original."""
+    form = shapes.batch_form(_batch_of(instance, args, kwargs))
+    if form == shapes.STOCK:
+        return wrapped(*args, **kwargs)
     module, method_args = _split_call(instance, args)
-    data_batch = method_args[0] if method_args else kwargs.get("data_batch")
-    if (isinstance(module, PerDeviceModule) or not isinstance(module, Module)
-            or _stock_forward_takes(data_batch)):
+    if isinstance(module, PerDeviceModule) or not isinstance(module, Module):
+        return wrapped(*args, **kwargs)
+    data_batch = _batch_of(module, method_args, kwargs)
+    if form == shapes.BATCH_LIST and _one_shape(data_batch):
+        if module.binded and module.params_initialized:
+            check_presliced(module, data_batch, _is_train_of(method_args, kwargs))
         return wrapped(*args, **kwargs)
     with all_or_nothing(module):
         binding.adopt_module(module)
         return module.forward(*method_args, **kwargs)
 
 
-def _stock_forward_takes(data_batch):
-    """Whether stock ``Module.forward`` handles this batch as it is: a flat batch, or a
-    pre-sliced list of batches whose data shapes are all equal (stock asserts they are)."""
-    form = shapes.batch_form(data_batch)
-    if form != shapes.BATCH_LIST:
-        return form == shapes.STOCK
-    first = _data_shapes_of(data_batch[0])
-    return first is not None and all(_data_shapes_of(b) == first for b in data_batch[1:])
+def _batch_of(instance, args, kwargs):
+    """The batch of a ``forward`` call however it is passed (``instance=None``: the module
+    is the first argument)."""
+    first = 0 if instance is not None else 1
+    return args[first] if len(args) > first else kwargs.get("data_batch")
+
+
+def _is_train_of(method_args, kwargs):
+    return method_args[1] if len(method_args) > 1 else kwargs.get("is_train")
+
+
+def _one_shape(batch_list):
+    """Whether a list of batches is stock's pre-sliced form: every batch's data of one shape
+    (stock asserts they are; other shapes go per device)."""
+    first = _data_shapes_of(batch_list[0])
+    return first is not None and all(_data_shapes_of(b) == first for b in batch_list[1:])
 
 
 def _data_shapes_of(batch):
@@ -110,3 +128,21 @@ def sequential_bind_wrapper(wrapped, instance, args, kwargs):
         return wrapped(*args, **kwargs)
     # The class's bind holds the one per-device signature; it works on a stock instance.
     return PerDeviceSequentialModule.bind(module, *method_args, **kwargs)
+
+
+def is_per_device_call(attribute, instance, args, kwargs):
+    """Whether a call of the patched method ``attribute`` (as wrapt hands it over) asks for
+    per-device behaviour: a per-device (or flattened per-device) spec for ``bind`` /
+    ``reshape``, a per-device batch for ``forward`` (stock's pre-sliced list is stock's)."""
+    if attribute == "forward":
+        batch = _batch_of(instance, args, kwargs)
+        form = shapes.batch_form(batch)
+        return form == shapes.DEVICE_LISTS or (form == shapes.BATCH_LIST
+                                               and not _one_shape(batch))
+    if attribute not in ("bind", "reshape"):
+        return False
+    _, method_args = _split_call(instance, args)
+    try:
+        return shapes.spec_form(*_shape_args(method_args, kwargs)) == shapes.PER_DEVICE
+    except ShapeSpecError:
+        return True  # mixed forms, or a per-device spec written flat

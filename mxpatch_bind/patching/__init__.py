@@ -432,12 +432,17 @@ def _after_reload():
     """One of MXNet's module files was reloaded: patch the new classes if MXNet can run now.
 
     Halfway (``mxnet.module.module`` reloaded, ``mxnet.module`` not yet) MXNet itself mixes
-    old and new classes; wait for the package's reload, and never fail the user's reload.
+    old and new classes; guard the new ones (a per-device call on them is refused by name),
+    wait for the package's reload, and never fail the user's reload.
     """
     with _state.lock:
         mx = imported_mxnet()
-        if (mx is None or _state.refcount == 0 or _reloads.half_reloaded()
-                or not _applying.needs_reapply()):
+        if mx is None or _state.refcount == 0 or not _state.handles:
+            return
+        if _reloads.half_reloaded():
+            _applying.guard_halfway()
+            return
+        if not _applying.needs_reapply():
             return
         try:
             _applying.reapply(mx, _state.force)

@@ -33,9 +33,9 @@ from ..errors import PatchError, UnsupportedMXNetError
 from . import _reloads
 from ._chains import (
     Switch,
-    _Wrapper,
     describe,
     forgotten,
+    is_guard,
     left_inside,
     ours,
     place_of,
@@ -54,7 +54,7 @@ class State:
     def __init__(self):
         self.lock = threading.RLock()
         self.refcount = 0
-        self.handles = {}  # Target -> the _Wrapper we installed, while applied
+        self.handles = {}  # Target -> the wrapper we installed, while applied
         self.owners = {}  # Target -> the class (or module) we installed it on
         self.switch = Switch()  # enables the wrappers in ``handles``
         self.force = False  # the force of the install() that applied (or will apply) the patch
@@ -94,7 +94,7 @@ def apply(mx, force):
         for target in TARGETS:
             state.owners[target] = owner(target)
             state.handles[target] = wrapt.wrap_object(
-                owner(target), target.attribute, _Wrapper,
+                owner(target), target.attribute, wrapt.FunctionWrapper,
                 (wrapper_function(target),), {"enabled": state.switch})
     except BaseException:
         remove(force=True)  # all or nothing: undo the targets already wrapped
@@ -148,6 +148,24 @@ def reapply(mx, force):
     state.retire_switch()
     apply(mx, force)
     logger.info("mxpatch_bind: MXNet's module files were reloaded; patched the new classes")
+
+
+def guard_halfway():
+    """Halfway through a reload (a module file reloaded, its package not yet): the new class
+    of each target reloaded gets a guard of ours that refuses per-device calls with the
+    refusal ``install()`` gives, where MXNet would fail on them with a bare ``TypeError``.
+
+    Our wrappers stay on the classes from before the reload (modules made before it keep
+    binding per device). The guards share the install's switch, and :func:`sweep` takes them
+    out with every other wrapper of ours not in ``handles``: :func:`reapply` once the package
+    is reloaded, :func:`remove` at the last uninstall.
+    """
+    for target in state.handles:
+        if owner(target) is state.owners[target] or any(map(is_guard, ours(target))):
+            continue  # not reloaded, or already guarded
+        wrapt.wrap_object(owner(target), target.attribute, wrapt.FunctionWrapper,
+                          (_reloads.halfway_wrapper(target.attribute),),
+                          {"enabled": state.switch})
 
 
 def _take_off_the_old_owner(target, handle):
@@ -235,7 +253,13 @@ def log_if_handled(level, message):
 # --------------------------------------------------------------------------- status
 def foreign_wrappers():
     found = []
+    halfway = bool(_reloads.half_reloaded())
     for target, handle in state.handles.items():
+        if reloaded(target) and halfway:
+            found.append(f"{full_name(target)}: MXNet's module was reloaded (importlib.reload) "
+                         "without its package; its new class refuses per-device calls until "
+                         "the package is reloaded too (stock calls run as MXNet's)")
+            continue
         if reloaded(target):
             found.append(f"{full_name(target)}: MXNet's module was reloaded (importlib.reload) "
                          "and its new class is not patched; install() again patches it, "
@@ -256,8 +280,12 @@ def foreign_wrappers():
         found.extend(f"{full_name(target)}: {describe(entry)}, switched off (it calls "
                      "straight through to what it wraps)"
                      for target in TARGETS for entry in ours(target)
-                     if entry is not state.handles.get(target))
+                     if entry is not state.handles.get(target) and not _live_guard(entry))
     return found
+
+
+def _live_guard(entry):
+    return is_guard(entry) and entry._self_enabled is state.switch
 
 
 # --------------------------------------------------------------------------- fork

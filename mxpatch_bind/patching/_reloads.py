@@ -10,7 +10,9 @@ the core modules that hold MXNet's classes, in dependency order, and wraps the n
 (``install()`` does the same, for a reload the finder did not see). A reload MXNet cannot
 work with itself (a submodule reloaded but not the package: ``mx.mod.Module`` is the old
 class, whose ``super(Module, self)`` now names the new one) is refused with the reload
-named; the finder waits for the package's reload instead.
+named; the finder waits for the package's reload instead, and meanwhile guards the new class:
+:func:`halfway_wrapper` refuses a per-device call on it with that same refusal (a stock call
+runs MXNet's own), where MXNet's own error would be a bare ``TypeError`` from ``DataDesc``.
 """
 
 import importlib
@@ -18,16 +20,20 @@ import sys
 import threading
 import types
 
+from ..errors import UnsupportedMXNetError
+
 # The core's modules that take MXNet's classes at import time, each after those it imports.
 _CORE = ("executor_group", "transactions", "forward", "binding", "sequential", "wrappers")
 
-# (our module, the name it imports, where MXNet defines that name).
+# (our module, the name it imports, where MXNet holds the class its own classes use: for
+# BaseModule, the one Module derives from, which a reload of base_module alone leaves as it
+# was; the core must recognise the modules MXNet's classes make, not the newest class).
 _BUILT_ON = (
     ("module.binding", "Module", "mxnet.module.module"),
     ("module.binding", "BucketingModule", "mxnet.module.bucketing_module"),
     ("module.sequential", "SequentialModule", "mxnet.module.sequential_module"),
     ("module.executor_group", "DataParallelExecutorGroup", "mxnet.module.executor_group"),
-    ("module.transactions", "BaseModule", "mxnet.module.base_module"),
+    ("module.transactions", "BaseModule", "mxnet.module.module"),
 )
 
 # (where MXNet re-exports a class, the name, where it is defined): equal unless half reloaded.
@@ -55,6 +61,28 @@ def half_reloaded():
                          f"{exporter} was not; reload {exporter} after it (stock MXNet "
                          "cannot use the class from before the reload either)")
     return found
+
+
+def refusal(halves, doing):
+    """The refusal of a half reload, as ``install()`` and the guards give it."""
+    return (f"mxpatch_bind cannot {doing} on this MXNet: {'; '.join(halves)}. Nothing was "
+            "changed.")
+
+
+def halfway_wrapper(attribute):
+    """What the new class of a half-reloaded module file runs for ``attribute`` until the
+    package is reloaded too: stock calls go to MXNet, per-device ones are refused by name."""
+    is_per_device_call = importlib.import_module(
+        f"{_PACKAGE}.module.wrappers").is_per_device_call
+
+    def refuse_per_device(wrapped, instance, args, kwargs):
+        if is_per_device_call(attribute, instance, args, kwargs):
+            halves = half_reloaded() or ["MXNet's module files were reloaded and mxpatch_bind "
+                                         "could not patch the new classes (install() says why)"]
+            raise UnsupportedMXNetError(refusal(halves, f"run a per-device {attribute}()"))
+        return wrapped(*args, **kwargs)
+    refuse_per_device.halfway = True  # what tells a guard from our other wrappers
+    return refuse_per_device
 
 
 def stale_core():

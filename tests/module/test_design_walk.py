@@ -107,3 +107,32 @@ def test_the_data_folder_imports_nothing_of_the_module_folder():
                     found.append("%s:%d" % (path.name, node.lineno))
     assert len(list(data.glob("*.py"))) >= 8
     assert found == []
+
+
+def test_a_per_device_forward_asks_batches_once_and_batches_answers_whole():
+    # "Does the batch fit, and what does it hold?" is one question: forward.py asks it once,
+    # batches.py answers it without calling back, and the spec is worked out from the answer.
+    with mxpatch_bind.patched():
+        mod = mx.mod.Module(conv_net(), context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([[("data", s)] for s in SHAPES], [[("softmax_label", (s[0],))] for s in SHAPES])
+        mod.init_params()
+        batch = mx.io.DataBatch(
+            data=[[random_batch((3, 3, 8, 8), seed=1)[0]], [random_batch((1, 3, 6, 10))[0]]],
+            label=[[mx.nd.zeros((3,))], [mx.nd.zeros((1,))]],
+            provide_data=[[("data", (3, 3, 8, 8))], None])
+        passed = []
+
+        def profile(frame, event, arg):
+            name = frame.f_globals.get("__name__", "")
+            if event == "call" and name in ("mxpatch_bind.module.forward",
+                                            "mxpatch_bind.module.batches"):
+                module = name.rpartition(".")[2]
+                if not passed or passed[-1] != module:
+                    passed.append(module)
+
+        sys.setprofile(profile)
+        try:
+            mod.forward(batch, is_train=True)
+        finally:
+            sys.setprofile(None)
+    assert passed == ["forward", "batches", "forward"]

@@ -80,12 +80,23 @@ def test_a_provide_label_of_none_per_device_runs_as_a_batch_without_labels(provi
         assert np.array_equal(out.asnumpy(), ref)
 
 
-def test_labels_of_none_per_device_on_a_module_bound_with_labels_keep_the_label_arrays():
+def test_labels_of_none_per_device_for_inference_keep_the_label_arrays_of_a_labelled_module():
     mod = module(2, for_training=True)
     before = [e.arg_dict["softmax_label"].asnumpy() for e in mod._exec_group.execs]
-    mod.forward(loader_batch(SHAPES[:2], seed=4))
+    mod.forward(loader_batch(SHAPES[:2], seed=4), is_train=False)
     after = [e.arg_dict["softmax_label"].asnumpy() for e in mod._exec_group.execs]
     assert all(np.array_equal(a, b) for a, b in zip(before, after))
+
+
+def test_labels_of_none_per_device_in_training_are_refused_naming_the_fix():
+    # is_train=None on a module bound for training trains: the devices would train on the
+    # labels left in their executors by an earlier batch.
+    mod = module(2, for_training=True)
+    before = module_state(mod)
+    with pytest.raises(mxpatch_bind.BatchError, match="the batch has no labels") as error:
+        mod.forward(loader_batch(SHAPES[:2], seed=4))
+    assert "is_train=False" in str(error.value) and "label=[[" in str(error.value)
+    assert_same_state(before, module_state(mod))
 
 
 @pytest.mark.parametrize("num_devices, num_given", [(2, 1), (3, 1), (3, 2)])

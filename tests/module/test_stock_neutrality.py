@@ -596,3 +596,36 @@ def test_the_stock_errors_and_warnings_compared_are_the_expected_ones():
         misuse_case("already_bound"))["logged"]
     assert any("label_shapes don't match" in message for _, message in
                outcome(misuse_case("wrong_label_names"))["warned"])
+
+
+def test_a_stock_form_training_step_under_the_patch_runs_only_the_forward_dispatch():
+    # What the installed patch adds to every stock-form step, by name and count (the cost of
+    # these calls, against the step time: python -m benchmarks stock_path). Anything more on
+    # this path would be paid by every stock user on every batch.
+    import collections
+    import sys
+
+    mod = mx.mod.Module(CONV, context=cpus(2))
+    mod.bind(DATA, LABEL)
+    mod.set_params(*CONV_PARAMS)
+    mod.init_optimizer()
+    (batch,) = image_batches(1, IMAGE, seed=3)
+    calls = collections.Counter()
+
+    def profile(frame, event, arg):
+        name = frame.f_globals.get("__name__", "")
+        if event == "call" and name.startswith("mxpatch_bind."):
+            calls[f"{name}.{frame.f_code.co_qualname}"] += 1
+
+    with mxpatch_bind.patched():
+        sys.setprofile(profile)
+        try:
+            for _ in range(3):
+                mod.forward_backward(batch)
+                mod.update()
+        finally:
+            sys.setprofile(None)
+    assert dict(calls) == {"mxpatch_bind.module.wrappers.forward_wrapper": 3,
+                           "mxpatch_bind.module.wrappers._batch_of": 3,
+                           "mxpatch_bind.module.shapes.batch_form": 3,
+                           "mxpatch_bind.patching._chains.Switch.__call__": 3}

@@ -548,6 +548,39 @@ def test_a_fit_that_fails_before_the_optimizer_makes_no_epoch_minus_one_call(con
     assert calls == [] and "_after_init_optimizer" not in vars(mod)
 
 
+def test_the_epoch_minus_one_call_stays_one_shot_when_the_fit_sets_the_optimizer_again(
+        contexts, tmp_path):
+    # A batch callback that re-initialises the optimizer mid-fit (a learning-rate restart)
+    # runs init_optimizer again inside the same fit: the -1 call was that fit's first only.
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=MAX_DATA, epoch_end_callback_first=True)
+    epochs, restarts = [], []
+
+    def restart(params):
+        if not restarts:
+            restarts.append(params.epoch)
+            mod.init_optimizer(optimizer_params={"learning_rate": 0.05}, force_init=True)
+
+    arg_params, aux_params = fixed_params(detector_net(), (1, 3, 12, 12))
+    mod.fit(OneBatch(), num_epoch=2, epoch_end_callback=lambda epoch, *rest: epochs.append(epoch),
+            batch_end_callback=restart, arg_params=arg_params, aux_params=aux_params,
+            optimizer_params={"learning_rate": 0.1})
+    assert restarts == [0] and epochs == [-1, 0, 1]
+    assert mod._optimizer.lr == 0.05  # the restart did set the optimizer again
+
+
+def test_fit_without_an_epoch_end_callback_runs_on_a_module_made_with_epoch_end_callback_first(
+        contexts):
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=MAX_DATA, epoch_end_callback_first=True)
+    arg_params, aux_params = fixed_params(detector_net(), (1, 3, 12, 12))
+    mod.fit(OneBatch(), num_epoch=1, arg_params=arg_params, aux_params=aux_params,
+            optimizer_params={"learning_rate": 0.1})
+    trained, _ = mod.get_params()
+    assert mod.optimizer_initialized and "_after_init_optimizer" not in vars(mod)
+    assert not np.array_equal(trained["fc_weight"].asnumpy(), arg_params["fc_weight"].asnumpy())
+
+
 @pytest.mark.parametrize("value", [1, "yes", None])
 def test_epoch_end_callback_first_must_be_a_bool(value):
     with pytest.raises(TypeError, match=f"epoch_end_callback_first={value!r}: expected True "
@@ -596,6 +629,33 @@ def test_the_drop_in_takes_inputs_whose_first_axis_counts_objects_as_the_fork_di
             assert np.array_equal(output[device].asnumpy(), expected.asnumpy())
 
 
+def test_the_drop_in_reshapes_to_a_batch_whose_object_counts_and_sizes_differ(contexts):
+    # The reshape path: bound at one batch's shapes, fed another whose gt_masks hold other
+    # object counts than data holds samples (the fork's inputs), at other image sizes too.
+    symbol = mask_net()
+    mod = MutableModule(symbol, ["data", "gt_masks"], None, context=contexts)
+    bound = fcis_like((2, 3), seed=1)
+    mod.bind([[("data", d.shape), ("gt_masks", m.shape)] for d, m in bound], None,
+             for_training=False)
+    args = {"conv1_weight": mx.nd.array(np.full((2, 3, 3, 3), 0.1)),
+            "conv1_bias": mx.nd.zeros((2,))}
+    mod.set_params(args, {})
+    rng = np.random.RandomState(7)
+    arrays = [[mx.nd.array(rng.uniform(-1, 1, (1, 3, h, w))),
+               mx.nd.array(rng.randint(0, 2, (k, h, w)))]
+              for k, (h, w) in zip((5, 1), [(6, 7), (9, 11)])]
+    mod.forward(mx.io.DataBatch(data=[list(a) for a in arrays], label=None), is_train=False)
+    assert [[d.shape for d in device] for device in mod.data_shapes] == \
+        [[d.shape, m.shape] for d, m in arrays]
+    got = mod.get_outputs(merge_multi_context=False)
+    for device, (data, masks) in enumerate(arrays):
+        executor = symbol.simple_bind(mx.cpu(), grad_req="null", data=data.shape,
+                                      gt_masks=masks.shape)
+        executor.forward(is_train=False, data=data, gt_masks=masks, **args)
+        for output, expected in zip(got, executor.outputs):
+            assert np.array_equal(output[device].asnumpy(), expected.asnumpy())
+
+
 def test_a_stock_module_still_refuses_inputs_of_another_sample_count(contexts):
     import mxpatch_bind as mpb
     mod = mx.mod.Module(mask_net(), ["data", "gt_masks"], None, context=contexts)
@@ -604,3 +664,27 @@ def test_a_stock_module_still_refuses_inputs_of_another_sample_count(contexts):
                                                             "samples per input"):
         mod.bind(provide, None, for_training=False)
     assert not mod.binded
+
+
+def test_fit_with_a_state_path_that_is_a_folder_fails_before_binding(contexts, tmp_path):
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts)
+    with pytest.raises(FileNotFoundError, match="no such optimizer-states file"):
+        mod.fit(OneBatch(), num_epoch=1, state=str(tmp_path))
+    assert not mod.binded
+
+
+def test_a_one_context_drop_in_keeps_stocks_local_training_without_a_kvstore():
+    # Stock Module makes no kvstore for 'local' on one device; the fork's rescale_grad rule
+    # must not make one either.
+    shapes = [[("data", (2, 3, 10, 14))]], [[("softmax_label", (2,))]]
+    mods = [MutableModule(detector_net(), ["data"], ["softmax_label"], context=mx.cpu(0)),
+            mx.mod.Module(detector_net(), context=mx.cpu(0))]
+    for mod in mods:
+        if mod is mods[0]:
+            mod.bind(*shapes)
+        else:
+            mod.bind(shapes[0][0], shapes[1][0])
+        mod.set_params(*fixed_params(detector_net(), (1, 3, 12, 12)))
+        mod.init_optimizer(kvstore="local")
+    assert mods[0]._kvstore is None and mods[1]._kvstore is None
+    assert mods[0]._optimizer.rescale_grad == 1.0  # the fork's 1 / number of devices

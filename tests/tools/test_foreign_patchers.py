@@ -519,3 +519,17 @@ def test_two_mocks_stopped_out_of_order_around_uninstall_leave_the_original():
     mxpatch_bind.uninstall()  # the mock is still there: it stays, nothing of ours is live
     assert_nothing_of_ours_is_live()
     mx.mod.Module.bind = ORIGINAL_BIND
+
+
+def test_a_replacement_that_copies_the_originals_names_is_a_replacement_not_a_reload():
+    # functools.wraps gives it MXNet's __module__ and __qualname__; its code is elsewhere.
+    mxpatch_bind.install()
+    replacement = functools.wraps(ORIGINAL_BIND)(
+        lambda self, *args, **kwargs: ORIGINAL_BIND(self, *args, **kwargs))
+    del replacement.__wrapped__  # a copy of the names, not a wrapper of the original
+    mx.mod.Module.bind = replacement
+    (entry,) = mxpatch_bind.status().foreign_wrappers
+    assert entry.startswith("mxnet.module.module.Module.bind was replaced behind"), entry
+    with pytest.warns(RuntimeWarning, match="replaced behind"):
+        mxpatch_bind.uninstall()
+    assert vars(mx.mod.Module)["bind"] is replacement

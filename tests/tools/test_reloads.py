@@ -201,3 +201,241 @@ def test_a_stock_bound_module_fed_a_per_device_batch_after_a_reload_goes_per_dev
         mod.forward(mx.io.DataBatch([[d] for d in data], None), is_train=False)
         print([o.shape for o in mod.get_outputs(merge_multi_context=False)[0]])
     """) == ["[(1,", "3),", "(3,", "3)]"]
+
+
+# --------------------------------------------------------------------------- halfway
+def test_a_per_device_bind_on_the_new_class_of_a_half_reload_is_refused_as_install_refuses():
+    # MXNet's own error would be "DataDesc.__new__() missing 1 required positional argument".
+    assert _run("""
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.module'])
+        new = sys.modules['mxnet.module.module'].Module
+        for call in ('bind', 'forward'):
+            mod = new(net(), context=[mx.cpu(0), mx.cpu(1)])
+            try:
+                if call == 'bind':
+                    mod.bind([[('data', (1, 5))], [('data', (3, 5))]])
+                else:
+                    mod.bind([('data', (4, 5))], None, for_training=False)
+                    mod.init_params()
+                    mod.forward(mx.io.DataBatch([[mx.nd.ones((1, 5))], [mx.nd.ones((3, 5))]]))
+            except mxpatch_bind.UnsupportedMXNetError as error:
+                message = str(error)
+            assert message.startswith('mxpatch_bind cannot run a per-device %s()' % call), message
+            assert 'reload mxnet.module after it' in message, message
+        stock = new(net(), context=[mx.cpu(0), mx.cpu(1)])
+        stock.bind([('data', (4, 5))], [('softmax_label', (4,))])  # stock calls run MXNet's
+        assert not mxpatch_bind.is_installed()
+        assert 'refuses per-device calls' in mxpatch_bind.status().foreign_wrappers[0]
+        importlib.reload(sys.modules['mxnet.module'])
+        assert mxpatch_bind.is_installed() and mxpatch_bind.status().foreign_wrappers == ()
+        print(per_device_bind())
+    """) == ["[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_a_half_reload_seen_by_a_later_install_is_refused_with_nothing_changed():
+    assert _run("""
+        import wrapt
+        from mxpatch_bind.patching import TARGETS as targets
+        def chains():
+            owners = [sys.modules[t.module] if t.owner is None
+                      else getattr(sys.modules[t.module], t.owner) for t in targets]
+            return [list(wrapt.wrapper_chain(vars(o)[t.attribute]))
+                    for o, t in zip(owners, targets)] + [
+                functions(mx.mod.Module), mxpatch_bind.status()]
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.module'])
+        before = chains()
+        try:
+            mxpatch_bind.install()
+        except mxpatch_bind.UnsupportedMXNetError as error:
+            assert 'reload mxnet.module after it' in str(error), error
+            assert str(error).endswith('Nothing was changed.'), error
+        after = chains()
+        assert all(len(a) == len(b) and all(x is y for x, y in zip(a, b))
+                   for a, b in zip(before[:-2], after[:-2]))
+        assert before[-2] == after[-2] and before[-1] == after[-1]
+        assert mxpatch_bind.status().refcount == 1
+        print('refused')
+    """) == ["refused"]
+
+
+def test_a_wrapper_of_ours_held_across_a_reload_is_switched_off_and_runs_stock():
+    assert _run("""
+        mxpatch_bind.install()
+        held = vars(mx.mod.Module)['bind']  # ours, as someone saved it before the reload
+        reload_module_files()
+        assert vars(mx.mod.Module)['bind'] is not held and mxpatch_bind.is_installed()
+        mod = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        try:
+            held(mod, [[('data', (1, 5))], [('data', (3, 5))]])
+        except TypeError as error:  # stock MXNet's, from DataDesc(*x)
+            print(type(error).__name__)
+        held(mod, [('data', (4, 5))], [('softmax_label', (4,))])
+        print(type(mod).__name__, [d.shape for d in mod.data_shapes])
+    """) == ["TypeError", "Module", "[(4,", "5)]"]
+
+
+def test_a_reload_of_base_module_with_its_package_keeps_the_core_on_the_classes_mxnet_uses():
+    # mxnet.module.Module still derives from the BaseModule of before the reload: the core
+    # must go on recognising the modules it makes (a held module is restored on a failure).
+    assert _run("""
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.base_module'])
+        importlib.reload(sys.modules['mxnet.module'])
+        from mxpatch_bind.module import transactions
+        outer = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        outer.helper = inner = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        try:
+            with transactions.all_or_nothing(outer):
+                inner.binded = True
+                raise RuntimeError('MXNet failed')
+        except RuntimeError:
+            pass
+        assert mxpatch_bind.is_installed() and not inner.binded
+        print(per_device_bind())
+    """) == ["[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_a_reload_of_base_module_module_and_package_rebuilds_the_core_on_the_new_classes():
+    assert _run("""
+        mxpatch_bind.install()
+        for name in ('mxnet.module.base_module', 'mxnet.module.module', 'mxnet.module'):
+            importlib.reload(sys.modules[name])
+        from mxpatch_bind.module import transactions
+        assert transactions.BaseModule is sys.modules['mxnet.module.base_module'].BaseModule
+        assert issubclass(mx.mod.Module, transactions.BaseModule)
+        print(per_device_bind())
+    """) == ["[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_the_free_bind_names_a_reload_the_core_was_not_rebuilt_for():
+    assert _run("""
+        mxpatch_bind.bind  # the core, built on the classes of now
+        reload_module_files()
+        mod = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        try:
+            mxpatch_bind.bind(mod, [[('data', (1, 5))], [('data', (3, 5))]])
+        except mxpatch_bind.UnsupportedMXNetError as error:
+            assert 'then call mxpatch_bind.install()' in str(error), error
+            print('named')
+        assert not mod.binded
+    """) == ["named"]
+
+
+def test_the_guard_of_a_half_reload_refuses_every_per_device_form_and_passes_stock_ones():
+    # A list of batches of several shapes, and a per-device spec written flat, are per-device
+    # calls too; stock's pre-sliced list of one shape is MXNet's own.
+    assert _run("""
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.module'])
+        new = sys.modules['mxnet.module.module'].Module
+        mod = new(net(), context=[mx.cpu(0), mx.cpu(1)])
+        refused = []
+        for call in (lambda: mod.bind([('data', (1, 5)), ('data', (3, 5))]),
+                     lambda: mod.forward([mx.io.DataBatch([mx.nd.ones((1, 5))]),
+                                          mx.io.DataBatch([mx.nd.ones((3, 5))])])):
+            try:
+                call()
+            except mxpatch_bind.UnsupportedMXNetError as error:
+                refused.append('reload mxnet.module after it' in str(error))
+        mod.bind([('data', (4, 5))], [('softmax_label', (4,))])
+        mod.init_params()
+        mod.forward([mx.io.DataBatch([mx.nd.ones((2, 5))], [mx.nd.zeros((2,))])] * 2)
+        print(refused, [o.shape for o in mod.get_outputs()])
+    """) == ["[True,", "True]", "[(4,", "3)]"]
+
+
+def test_a_half_reload_guards_each_method_of_the_new_class_once_and_status_says_why():
+    # Another module file reloaded while half done runs the finder again: still one guard.
+    assert _run("""
+        import wrapt
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.module'])
+        importlib.reload(sys.modules['mxnet.module.bucketing_module'])
+        new = sys.modules['mxnet.module.module'].Module
+        print([len(list(wrapt.wrapper_chain(vars(new)[name]))) for name in ('bind', 'forward')])
+        notes = mxpatch_bind.status().foreign_wrappers
+        assert notes and all('refuses per-device calls' in note for note in notes), notes
+        assert not any('switched off' in note for note in notes), notes
+    """) == ["[2,", "2]"]
+
+
+def test_an_uninstall_while_half_reloaded_leaves_the_new_class_as_mxnet_made_it():
+    assert _run("""
+        import wrapt
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.module'])
+        new = sys.modules['mxnet.module.module'].Module
+        mxpatch_bind.uninstall()
+        print([len(list(wrapt.wrapper_chain(vars(new)[name])))
+               for name in ('bind', 'reshape', 'forward')], mxpatch_bind.status().foreign_wrappers)
+    """) == ["[1,", "1,", "1]", "()"]
+
+
+def test_status_after_a_whole_reload_the_finder_did_not_see_says_to_install_again():
+    assert _run("""
+        mxpatch_bind.install()
+        mxpatch_bind.patching._reloads.unwatch()
+        reload_module_files()
+        notes = mxpatch_bind.status().foreign_wrappers
+        assert notes and all('install() again patches it' in note for note in notes), notes
+        print('ok')
+    """) == ["ok"]
+
+
+def test_a_guard_a_decorator_still_covers_after_the_package_reload_is_reported_switched_off():
+    # A user's decorator put on the new class while the reload was half done keeps our guard
+    # inside it; once the package is reloaded the guard is switched off, and status says so.
+    assert _run("""
+        import functools
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.module'])
+        new = sys.modules['mxnet.module.module'].Module
+        guard = vars(new)['bind']
+        @functools.wraps(guard)
+        def logged(*args, **kwargs):
+            return guard(*args, **kwargs)
+        new.bind = logged
+        importlib.reload(sys.modules['mxnet.module'])
+        notes = [note for note in mxpatch_bind.status().foreign_wrappers
+                 if 'switched off' in note]
+        assert len(notes) == 1 and 'halfway_wrapper' in notes[0], notes
+        print(per_device_bind())
+    """) == ["[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_an_install_made_before_import_mxnet_follows_a_later_reload():
+    code = textwrap.dedent("""
+        import importlib, sys
+        import mxpatch_bind
+        mxpatch_bind.install()  # pending: MXNet is not imported yet
+        import mxnet as mx
+        before = sys.modules['mxnet.module.module'].Module
+        importlib.reload(sys.modules['mxnet.module.module'])
+        importlib.reload(sys.modules['mxnet.module'])
+        assert mx.mod.Module is not before and mxpatch_bind.is_installed(), mxpatch_bind.status()
+        net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.var('data'), num_hidden=3),
+                                   name='softmax')
+        mod = mx.mod.Module(net, context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([[('data', (1, 5))], [('data', (3, 5))]])
+        print([[d.shape for d in device] for device in mod.data_shapes])
+    """)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=180, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_the_last_uninstall_leaves_no_import_hook_of_ours_behind():
+    assert _run("""
+        before = list(sys.meta_path)
+        mxpatch_bind.install()
+        mxpatch_bind.install()
+        mxpatch_bind.uninstall()
+        assert len(sys.meta_path) == len(before) + 1  # the finder that sees reloads
+        mxpatch_bind.uninstall()
+        print(sys.meta_path == before)
+    """) == ["True"]
