@@ -10,13 +10,16 @@ exit could each hang (how often: ``docs/data.rst``, "When loading fails").
 
 So a pool whose workers all live is *closed*: they finish the batches already sent to them
 (at most ``prefetch``), exit of themselves, and nothing is killed mid-write; only then is it
-terminated, which ends nothing that still runs. A pool with a dead or stuck worker cannot
-finish its tasks and is terminated at once, in a helper thread waited for at most
-:data:`TERMINATE_WAIT_S`. Past that (a worker died holding one of the pool's locks: killed
-mid-write, or killed from outside while it waited for a task), its workers are killed, its
-threads are left behind (daemon threads, a warning logged) and the caller goes on. Every pool
-made for a ``PerDeviceIter`` is :func:`guard`-ed, so gluon's own ``terminate`` calls and the
-interpreter's exit take this way too.
+terminated, which ends nothing that still runs. A pool guarded with a ``stop`` (every
+``PerDeviceIter``'s: ``_worker_reads``) first has its workers told to stop, so that they drop
+the read in progress and skip the rest: it ends within about one sample's read, not after
+``prefetch`` batches. A pool with a dead or stuck worker cannot finish its tasks and is
+terminated at once, in a helper thread waited for at most :data:`TERMINATE_WAIT_S`. Past that
+(a worker died holding one of the pool's locks: killed mid-write, or killed from outside while
+it waited for a task), its workers are killed, its threads are left behind (daemon threads, a
+warning logged) and the caller goes on. Every pool made for a ``PerDeviceIter`` is
+:func:`guard`-ed, so gluon's own ``terminate`` calls and the interpreter's exit take this way
+too.
 
 It reads what multiprocessing keeps private, here only: ``Pool._pool`` (the worker processes)
 and ``Pool._state``.
@@ -30,10 +33,13 @@ import threading
 import time
 import weakref
 
-__all__ = ["guard", "shut_down", "TERMINATE_WAIT_S"]
+__all__ = ["guard", "shut_down", "STOP_WAIT_S", "TERMINATE_WAIT_S"]
 
 # How long a terminate may take before its pool is left behind (it takes milliseconds).
 TERMINATE_WAIT_S = 10.0
+# How long workers told to stop may take to end (a read busy in C code hears it only when that
+# code returns); past it, the pool is terminated, which ends a worker so busy at once.
+STOP_WAIT_S = 10.0
 # How often a wait for a closing pool looks at its workers.
 POLL_S = 0.05
 
@@ -46,11 +52,15 @@ _live: "weakref.WeakKeyDictionary[multiprocessing.pool.Pool, float]" = (
 # and the task the dead one held is never done.
 _started: "weakref.WeakKeyDictionary[multiprocessing.pool.Pool, tuple]" = (
     weakref.WeakKeyDictionary())
+# How each guarded pool's workers are told to stop, where they can be.
+_stops: "weakref.WeakKeyDictionary[multiprocessing.pool.Pool, object]" = (
+    weakref.WeakKeyDictionary())
 
 
-def guard(pool, grace_s):
+def guard(pool, grace_s, stop=None):
     """Make ``pool.terminate()`` (gluon's calls) and the interpreter's exit :func:`shut_down`
-    ``pool`` with ``grace_s`` for its workers to finish their tasks."""
+    ``pool`` with ``grace_s`` for its workers to finish their tasks; ``stop(workers)``, where
+    given, tells them to drop those tasks first."""
     pool_ref = weakref.ref(pool)
 
     def terminate():
@@ -61,14 +71,20 @@ def guard(pool, grace_s):
     pool.terminate = terminate  # this pool's own: gluon calls it, the class is left as it is
     _live[pool] = grace_s
     _started[pool] = tuple(pool._pool)
+    if stop is not None:
+        _stops[pool] = stop
 
 
 def shut_down(pool, grace_s):
-    """End ``pool``: closed and joined within ``grace_s`` where every worker lives, else (or
-    after) terminated within :data:`TERMINATE_WAIT_S`; never waits longer than the two."""
+    """End ``pool``: closed (its workers told to stop where it was guarded with a ``stop``) and
+    joined within ``grace_s`` where every worker lives, else (or after) terminated within
+    :data:`TERMINATE_WAIT_S`; never waits longer than the two."""
     _live.pop(pool, None)
     if grace_s > 0 and _state(pool) != multiprocessing.pool.TERMINATE and not _lost_one(pool):
         pool.close()
+        stop = _stops.get(pool)
+        if stop is not None:
+            stop(list(pool._pool))
         # Every task done, every worker exited of itself; unless one dies meanwhile (one may
         # be dying already), which leaves its task undone for good.
         if _within(pool.join, grace_s, give_up=lambda: _lost_one(pool)):

@@ -1,4 +1,5 @@
-"""DataLoader workers that never free their parent's shared-memory arrays (private).
+"""DataLoader workers that never free their parent's shared-memory arrays, and can be stopped
+(private).
 
 A forked worker inherits every object of its parent, garbage not yet collected included. Where
 the worker's own garbage collection frees such an inherited NDArray in shared memory, MXNet
@@ -11,7 +12,8 @@ process whose batches from earlier workers were still garbage.
 So the child of a fork made for one of this package's DataLoaders (its construction, or the
 pool's maintenance thread starting a worker in place of a dead one) moves what it inherited to
 the permanent generation (``gc.freeze()``): its collections then see only its own objects.
-Every other fork of the process is left as it is.
+The same child listens for the signal that stops its reads (``_worker_reads``). Every other
+fork of the process is left as it is.
 """
 
 import contextlib
@@ -19,6 +21,8 @@ import gc
 import os
 import threading
 import weakref
+
+from . import _worker_reads
 
 __all__ = ["forking", "watch"]
 
@@ -48,9 +52,10 @@ def watch(loader):
         _maintainers.add(maintainer)
 
 
-def _freeze_inherited():
+def _set_up_worker():
     if threading.get_ident() in _opening or threading.current_thread() in _maintainers:
         gc.freeze()
+        _worker_reads.listen()
 
 
-os.register_at_fork(after_in_child=_freeze_inherited)
+os.register_at_fork(after_in_child=_set_up_worker)

@@ -5,9 +5,10 @@ so the next call is a ``StopIteration``), terminates its worker pool when a batc
 loader is useless after that), waits up to two minutes for a batch whose worker died, and
 reports a worker that died after sending a batch as the socket error of fetching that batch's
 shared memory. :class:`BatchLoader` waits for each batch itself, watching the worker
-processes, names what went wrong, ends the pool (``_pool_shutdown``: closed where its workers
-sent the failure and live, terminated where one died or is stuck) and builds a new DataLoader
-for the next epoch.
+processes, names what went wrong (a dead worker with the batch and sample it was reading, from
+its board: ``_worker_reads``), ends the pool (``_pool_shutdown``: its workers told to stop and
+the pool closed where they all live, terminated where one died) and builds a new DataLoader for
+the next epoch.
 
 It reads names gluon and multiprocessing keep private, here only: ``DataLoader._prefetch_iter``
 (the epoch's iterator without the generator around it; MXNet 1.6 to 1.8 have none and return that
@@ -52,7 +53,7 @@ class BatchLoader:
         # gluon sends a batch only inside next() when nothing is prefetched: at least one must
         # be on its way to be waited for with the workers watched.
         self._prefetch = None if prefetch is None or not num_workers else max(1, prefetch)
-        self._loader = self._sampler = self._batches = None
+        self._loader = self._sampler = self._batches = self._board = None
         self._workers = ()
         self._pending = None  # the result waited for last: its pickle names its sender
         self._rewrap = False
@@ -60,30 +61,26 @@ class BatchLoader:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.update(_loader=None, _sampler=None, _batches=None, _workers=(), _rewrap=False,
-                     _pending=None)
+        state.update(_loader=None, _sampler=None, _batches=None, _board=None, _workers=(),
+                     _rewrap=False, _pending=None)
         return state
 
     def start(self, plans, first=0):
         """Load ``plans[first:]`` next, the batches of an epoch from position ``first``."""
         if self._loader is None:
             self._open(len(plans))
-        self._sampler.plans, self._sampler.start = plans, first
+        self._sampler.plan(plans, first)
         self._batches = None  # gluon's iterator is made at the first load: it sends batches
         self._position = first
 
     def load(self):
         """The next planned batch: per device, per declared input, an array."""
-        sent_failure = False  # the workers sent the batch's failure: they are fine
         try:
             packed = self._next_packed()
             if isinstance(packed, _loading.WorkerFailure):
-                sent_failure = True
                 raise packed.error
-        except BaseException as error:
-            # Workers that sent a failure may finish their batches and exit; a dead or stuck
-            # one cannot, and after an interrupt (KeyboardInterrupt) none should be waited for.
-            self._abandon(BATCH_TIMEOUT_S if sent_failure else 0)
+        except BaseException as error:  # KeyboardInterrupt too: the workers are stopped now
+            self._abandon()
             named = self._named(error)
             if named is error:
                 raise
@@ -122,9 +119,9 @@ class BatchLoader:
         dataset, declared, reference_shapes, sizes, num_devices, num_workers = self._options
         # gluon sends `prefetch` batches in a loop: more than an epoch holds is no use.
         prefetch = None if self._prefetch is None else min(self._prefetch, max(1, num_batches))
-        self._loader, self._sampler = _loading.make_loader(
+        self._loader, self._sampler, self._board = _loading.make_loader(
             dataset, declared, reference_shapes, sizes, num_devices, num_workers, prefetch,
-            grace_s=BATCH_TIMEOUT_S)
+            grace_s=_pool_shutdown.STOP_WAIT_S)
         pool = getattr(self._loader, "_worker_pool", None)
         # The processes the pool started with: it replaces a dead one, and forgets it.
         self._workers = tuple(pool._pool) if pool is not None else ()
@@ -134,12 +131,12 @@ class BatchLoader:
         self._rewrap = (bool(self._workers) and num_devices == 1
                         and mxnet.__version__.startswith("1.6."))
 
-    def _abandon(self, grace_s):
-        """Drop the DataLoader after a failure, its pool ended (gluon may have already)
-        within ``grace_s`` for the batches already sent."""
+    def _abandon(self):
+        """Drop the DataLoader after a failure, its pool ended (gluon may have already): its
+        workers told to stop, the batches already sent dropped."""
         pool = getattr(self._loader, "_worker_pool", None)
         if pool is not None:
-            _pool_shutdown.shut_down(pool, grace_s)
+            _pool_shutdown.shut_down(pool, _pool_shutdown.STOP_WAIT_S)
             self._loader = None
         self._batches = None
 
@@ -186,15 +183,36 @@ class BatchLoader:
         how = (f"was killed by signal {signal.Signals(-code).name} (exit code {code})"
                if code < 0 and -code in signal.valid_signals() else
                f"exited with code {code}")
-        return WorkerExitedError(f"DataLoader worker {worker.pid} {how} while loading batch "
-                                 f"{self._position} (samples {self._samples()})",
-                                 batch=self._position, exitcode=code, pid=worker.pid)
+        batch, sample, doing = self._what_it_loaded(worker)
+        error = WorkerExitedError(f"DataLoader worker {worker.pid} {how} {doing}", batch=batch,
+                                  exitcode=code, pid=worker.pid)
+        error.sample = sample
+        return error
 
-    def _samples(self):
+    def _what_it_loaded(self, worker):
+        """``(batch, sample, words)``: what ``worker`` was loading when it ended, as its board
+        says; where the board does not say, the batch the iterator waited for."""
+        doing = self._board.doing(worker.pid) if self._board is not None else None
+        if doing is None:
+            return (self._position, None, f"while the iterator waited for batch {self._position} "
+                                          f"(samples {self._samples()})")
+        plan_id, batch, sample = doing
+        sample = sample if sample >= 0 else None
+        if plan_id != self._sampler.plan_id:  # a batch sent before the last start()
+            what = f"batch {batch} of an earlier epoch"
+        else:
+            what = f"batch {batch} (samples {self._samples(batch)})"
+        if sample is None:
+            return batch, None, f"while loading {what}"
+        return batch, sample, f"while reading sample {sample} of {what}"
+
+    def _samples(self, batch=None):
+        """The samples of ``batch`` (the one waited for by default), filler included."""
+        batch = self._position if batch is None else batch
         plans = self._sampler.plans if self._sampler is not None else ()
-        if self._position >= len(plans):
+        if batch >= len(plans):
             return []
-        return np.concatenate(plans[self._position].device_indices).tolist()
+        return np.concatenate(plans[batch].device_indices).tolist()
 
 
 def _epoch_iterator(loader):

@@ -9,7 +9,9 @@ sampler's order, so workers change nothing but the speed.
 In a worker, a batch that fails comes back as a :class:`WorkerFailure` value, not as an
 exception: gluon terminates its pool on an exception from a worker, and ``Pool.terminate``
 can hang (``_pool_shutdown``). One item per batch also stops a worker's reading at a batch's
-first failing sample, as a loop over the samples would.
+first failing sample, as a loop over the samples would. A worker reads each sample through
+``_worker_reads``: its board says which batch and sample it reads, and a worker told to stop
+drops the read in progress and the rest of its batches.
 """
 
 import multiprocessing.pool
@@ -18,7 +20,7 @@ import traceback
 from typing import NamedTuple, Tuple
 
 from ..errors import DataLoadError, _portable
-from . import _pool_shutdown, _worker_fork
+from . import _pool_shutdown, _worker_fork, _worker_reads
 from . import inputs as _inputs
 
 __all__ = ["Slot", "PlannedSampler", "KeyedDataset", "PerDevicePacker", "WorkerFailure",
@@ -27,13 +29,15 @@ __all__ = ["Slot", "PlannedSampler", "KeyedDataset", "PerDevicePacker", "WorkerF
 
 class Slot(NamedTuple):
     """One sample's place in a planned batch: device, dataset index, the device's size, the
-    size the sample was declared to have, and the batch's position in the epoch."""
+    size the sample was declared to have, the batch's position in the epoch, and which of the
+    sampler's plans it belongs to."""
 
     device: int
     sample: int
     size: Tuple[int, ...]
     declared_size: Tuple[int, ...]
     batch: int
+    plan_id: int = 0
 
 
 class PlannedSampler:
@@ -41,19 +45,27 @@ class PlannedSampler:
     the tuple of its slots.
 
     ``sizes`` are the samples' declared sizes, which each slot carries so that the sample
-    is checked against them where it is decoded.
+    is checked against them where it is decoded. ``plan_id`` counts the plans given: a worker
+    may still load a batch of an earlier one.
     """
 
     def __init__(self, sizes):
         self.sizes = sizes
         self.plans = []
         self.start = 0
+        self.plan_id = 0
+
+    def plan(self, plans, start):
+        """Sample ``plans[start:]`` from now on."""
+        self.plans, self.start = plans, start
+        self.plan_id += 1
 
     def __iter__(self):
         for batch in range(self.start, len(self.plans)):
             plan = self.plans[batch]
             yield [tuple(Slot(device, int(index), tuple(size),
-                              tuple(int(extent) for extent in self.sizes[index]), batch)
+                              tuple(int(extent) for extent in self.sizes[index]), batch,
+                              self.plan_id)
                          for device, (indices, size) in enumerate(zip(plan.device_indices,
                                                                       plan.device_sizes))
                          for index in indices)]
@@ -71,14 +83,16 @@ class KeyedDataset:
     back as a :class:`DataLoadError` naming the sample, the batch and the dataset; a sample
     whose size is not the one declared for it is a ``DataSpecError``, on every batch: a size
     that says more than the sample holds would otherwise pad it silently. In a worker
-    (``in_worker``) the error is returned as a :class:`WorkerFailure`.
+    (``in_worker``) the error is returned as a :class:`WorkerFailure`, and so is a batch whose
+    worker was told to stop; each read is written on ``board``.
     """
 
-    def __init__(self, dataset, declared, reference_shapes, in_worker=False):
+    def __init__(self, dataset, declared, reference_shapes, in_worker=False, board=None):
         self._dataset = dataset
         self._declared = declared
         self._reference_shapes = reference_shapes
         self._in_worker = in_worker
+        self._board = board
 
     def __len__(self):
         return len(self._dataset)
@@ -86,6 +100,10 @@ class KeyedDataset:
     def __getitem__(self, slots):
         try:
             return [self._keyed(slot) for slot in slots]
+        except _worker_reads.Stopped:  # nobody takes this batch: the pool is being ended
+            return WorkerFailure.of(DataLoadError(
+                f"batch {slots[0].batch} was not loaded: its worker was told to stop",
+                batch=slots[0].batch))
         except Exception as error:
             if not self._in_worker:
                 raise
@@ -104,7 +122,8 @@ class KeyedDataset:
 
     def _read(self, slot):
         try:
-            return self._dataset[slot.sample]
+            return _worker_reads.read(self._dataset, slot.sample, self._board, slot.plan_id,
+                                      slot.batch)
         except Exception as error:
             name = type(self._dataset).__name__
             raise DataLoadError(f"dataset[{slot.sample}] raised {type(error).__name__}: {error} "
@@ -193,17 +212,19 @@ def _rebuild_failure(error, traceback_text):
 
 def make_loader(dataset, declared, reference_shapes, sizes, num_devices, num_workers, prefetch,
                 grace_s):
-    """A DataLoader yielding, per planned batch, per device, the packed arrays; its sampler.
+    """A DataLoader yielding, per planned batch, per device, the packed arrays; its sampler; the
+    board of its workers (None without workers).
 
-    Its worker pool, if any, ends as ``_pool_shutdown`` ends one, with ``grace_s`` for the
-    batches already sent."""
+    Its worker pool, if any, ends as ``_pool_shutdown`` ends one: its workers told to stop,
+    then ``grace_s`` for them to end."""
     import mxnet as mx
 
     sampler = PlannedSampler(sizes)
     in_worker = num_workers > 0
+    board = _worker_reads.Board(num_workers) if in_worker else None
     with _worker_fork.forking():  # the workers must not free this process's arrays
         loader = mx.gluon.data.DataLoader(
-            KeyedDataset(dataset, declared, reference_shapes, in_worker=in_worker),
+            KeyedDataset(dataset, declared, reference_shapes, in_worker=in_worker, board=board),
             batch_sampler=sampler,
             batchify_fn=PerDevicePacker(declared, num_devices, in_shared_memory=in_worker),
             num_workers=num_workers,
@@ -211,8 +232,9 @@ def make_loader(dataset, declared, reference_shapes, sizes, num_devices, num_wor
     _worker_fork.watch(loader)
     pool = getattr(loader, "_worker_pool", None)
     if pool is not None:
-        _pool_shutdown.guard(pool, grace_s)
-    return loader, sampler
+        board.enlist(pool._pool)  # before any task: gluon sends the first at the first load
+        _pool_shutdown.guard(pool, grace_s, stop=_worker_reads.stop)
+    return loader, sampler, board
 
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -136,6 +136,18 @@ class PerDevicePrefetchingIter(CurrentBatchIter):
     ...     shapes = [[d.shape for d, in batch.provide_data] for batch in prefetched]
     >>> shapes
     [[(1, 1, 4, 6), (1, 1, 8, 2)], [(1, 1, 4, 5), (1, 1, 8, 3)]]
+
+    ``len()`` is the wrapped iterator's; the repr shows what it wraps:
+
+    >>> prefetched = PerDevicePrefetchingIter(PerDeviceIter(images, num_devices=2,
+    ...                                                     batch_per_device=1), depth=2)
+    >>> len(prefetched)
+    2
+    >>> prefetched  # doctest: +ELLIPSIS
+    PerDevicePrefetchingIter(PerDeviceIter(4 samples, 2 batches of 2 devices x 1, ...), depth=2)
+    >>> prefetched.close()
+    >>> prefetched  # doctest: +ELLIPSIS
+    PerDevicePrefetchingIter(PerDeviceIter(...), depth=2, closed)
     """
 
     def __init__(self, data_iter: Any, depth: int = 1) -> None:
@@ -204,6 +216,28 @@ class PerDevicePrefetchingIter(CurrentBatchIter):
         except StopIteration:
             return False
         return True
+
+    def __len__(self) -> int:
+        """Batches per epoch: the wrapped iterator's ``len()``.
+
+        Raises
+        ------
+        TypeError
+            The wrapped iterator has no ``len()`` (MXNet's own iterators have none).
+        """
+        if not hasattr(type(self._data_iter), "__len__"):
+            raise TypeError(f"len() of a PerDevicePrefetchingIter is the len() of the iterator it "
+                            f"wraps, and {type(self._data_iter).__name__} has none")
+        return len(self._data_iter)
+
+    def __bool__(self) -> bool:
+        # Always true, as any iterator: with __len__ defined, truth would otherwise ask the
+        # wrapped iterator's len(), which may not exist (MXNet's fit tests `if eval_data:`).
+        return True
+
+    def __repr__(self) -> str:
+        closed = ", closed" if self._fetcher is None else ""
+        return f"PerDevicePrefetchingIter({self._data_iter!r}, depth={self._depth}{closed})"
 
     # ----------------------------------------------------------------- life cycle
     def close(self) -> None:

@@ -163,7 +163,10 @@ def test_with_workers_a_dead_worker_or_a_dataset_error_ends_the_epoch_named(scen
     assert error is not None
     if fault == "exit":
         assert isinstance(error, WorkerExitedError) and error.exitcode == 3
-        assert "exited with code 3 while loading batch" in str(error)
+        # The batch and sample the worker was reading, whichever batch the iterator waited for.
+        position = next(k for k, plan in enumerate(it.batch_indices) if bad in sum(plan, []))
+        assert (error.batch, error.sample) == (position, bad)
+        assert f"exited with code 3 while reading sample {bad} of batch {position} " in str(error)
     else:
         assert isinstance(error, DataLoadError) and error.sample == bad
     dataset.bad = None  # the next epoch's workers fork from here: they fail no more

@@ -7,6 +7,7 @@ failed, again on every later call, and ``reset()`` then gives a full, correct ep
 import copy
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from mxpatch_bind import (
     PerDeviceIter,
     WorkerExitedError,
 )
-from mxpatch_bind.data import batch_loader
+from mxpatch_bind.data import _worker_reads, batch_loader, loading
 
 IMAGE = Input("data", size_axes=(1, 2))
 BOXES = Input("gt_boxes", variable_axes=(0,), pad_value=-1)
@@ -217,19 +218,24 @@ def test_a_transform_error_is_named_like_a_dataset_error():
 
 # --------------------------------------------------------------------------- workers
 def check_a_dead_worker_is_named(how, expected, bad):
-    """The epoch ends in a WorkerExitedError naming the worker's status, after the planned
-    batches before the failing one; the next call raises it again."""
+    """The epoch ends in a WorkerExitedError naming the worker's status and the sample and
+    batch it was reading, after the planned batches before the failing one; the next call
+    raises it again."""
     it = lazy_iter(Faulty(bad=bad, **how), num_workers=2)
     planned = reference_epoch(it)
+    position = failing_position(it, bad)
 
     got = []
-    with pytest.raises(WorkerExitedError, match=r"DataLoader worker \d+ %s while loading batch "
-                                                r"\d+ \(samples \[\d+" % expected) as info:
+    with pytest.raises(WorkerExitedError, match=r"DataLoader worker \d+ %s while reading sample "
+                                                r"%d of batch %d \(samples %s\)$"
+                       % (expected, bad, position, re.escape(str(planned[position][0])))
+                       ) as info:
         for batch in it:
             got.append(batch)
 
     # Not the batch timeout's DataLoadError: the death itself was noticed.
     assert info.value.exitcode == how.get("exit_code", -how.get("kill_signal", 0))
+    assert (info.value.batch, info.value.sample) == (position, bad)
     for batch, expected_batch in zip(got, planned):  # what came before was right
         assert_is_planned_batch(batch, expected_batch)
     assert len(got) <= failing_position(it, bad)
@@ -279,12 +285,13 @@ def test_a_worker_killed_by_sigsegv_is_named_and_its_crash_report_stays_in_a_chi
     assert "Fatal Python error: Segmentation fault" in child.stderr
 
 
-def _loader_that_lost_a_worker(workers):
+def _loader_that_lost_a_worker(workers, board=None, sampler=None):
     """A BatchLoader's state after a batch's shared memory could not be fetched: ``workers``
-    (as the pool left them), no sender known from the batch."""
-    loader = types.SimpleNamespace(_pending=None, _workers=workers, _position=4, _sampler=None)
-    loader._samples = lambda: []
-    loader._worker_error = lambda worker: batch_loader.BatchLoader._worker_error(loader, worker)
+    (as the pool left them), no sender known from the batch, waiting for batch 4."""
+    loader = types.SimpleNamespace(_pending=None, _workers=workers, _position=4, _sampler=sampler,
+                                   _board=board)
+    for name in ("_worker_error", "_what_it_loaded", "_samples"):
+        setattr(loader, name, getattr(batch_loader.BatchLoader, name).__get__(loader))
     return loader
 
 
@@ -297,7 +304,92 @@ def test_the_worker_that_died_of_itself_is_blamed_not_those_the_pool_terminated(
     error = batch_loader.BatchLoader._lost_worker(loader, ConnectionResetError("reset"))
     assert isinstance(error, WorkerExitedError)
     assert (error.pid, error.exitcode) == (102, 3)
-    assert str(error).startswith("DataLoader worker 102 exited with code 3 while loading batch 4")
+    assert str(error) == ("DataLoader worker 102 exited with code 3 while the iterator waited "
+                          "for batch 4 (samples [])")
+
+
+def planned_sampler(batches, plan_id):
+    """A sampler whose plan has ``batches`` (per batch, per device, the samples)."""
+    sampler = loading.PlannedSampler(sizes=None)
+    for _ in range(plan_id):
+        sampler.plan([types.SimpleNamespace(device_indices=[np.array(device) for device in batch])
+                      for batch in batches], 0)
+    return sampler
+
+
+BATCHES = [[[2 * b, 2 * b + 1], [2 * b + 8, 2 * b + 9]] for b in range(4)]
+
+
+@pytest.mark.parametrize("written, expected", [
+    ((2, 3, 14), "while reading sample 14 of batch 3 (samples [6, 7, 14, 15])"),
+    ((2, 3, -1), "while loading batch 3 (samples [6, 7, 14, 15])"),
+    ((1, 3, 14), "while reading sample 14 of batch 3 of an earlier epoch"),
+    ((1, 3, -1), "while loading batch 3 of an earlier epoch"),
+])
+def test_a_dead_worker_is_named_with_what_its_board_row_says_it_was_reading(written, expected):
+    board = _worker_reads.Board(2)
+    # This process plays the worker that writes its row, as a worker writes its own.
+    board.enlist([types.SimpleNamespace(pid=1), types.SimpleNamespace(pid=os.getpid())])
+    board.record(*written)
+    dead = types.SimpleNamespace(pid=os.getpid(), exitcode=-signal.SIGKILL)
+    loader = _loader_that_lost_a_worker([dead], board, planned_sampler(BATCHES, plan_id=2))
+
+    error = loader._worker_error(dead)
+
+    assert str(error) == (f"DataLoader worker {os.getpid()} was killed by signal SIGKILL (exit "
+                          f"code -9) {expected}")
+    plan_id, batch, sample = written
+    assert (error.batch, error.sample) == (3, sample if sample >= 0 else None)
+
+
+def test_a_worker_without_a_row_is_named_with_the_batch_the_iterator_waited_for():
+    board = _worker_reads.Board(2)
+    board.enlist([types.SimpleNamespace(pid=1), types.SimpleNamespace(pid=2)])
+    board.record(2, 3, 14)  # not enlisted (a worker started in place of a dead one): no row
+    stranger = types.SimpleNamespace(pid=os.getpid(), exitcode=3)
+    loader = _loader_that_lost_a_worker([stranger], board, planned_sampler(BATCHES, plan_id=2))
+    loader._position = 2
+
+    error = loader._worker_error(stranger)
+
+    assert str(error).endswith("while the iterator waited for batch 2 (samples [4, 5, 12, 13])")
+    assert (error.batch, error.sample) == (2, None)
+
+
+class DiesAheadOfTheIterator:
+    """In a worker: sample 8 (batch 2) stalls, sample 13 (batch 3) exits with code 3 once
+    ``go`` exists (the iterator has taken batches 0 and 1, and waits for batch 2)."""
+
+    def __init__(self, go):
+        self.go, self.owner = go, os.getpid()
+
+    def __len__(self):
+        return NUM_SAMPLES
+
+    def __getitem__(self, index):
+        if os.getpid() != self.owner and index == 8:
+            time.sleep(WAIT_S)
+        if os.getpid() != self.owner and index == 13:
+            deadline = time.monotonic() + WAIT_S
+            while not os.path.exists(self.go) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            os._exit(3)
+        return sample(index)
+
+
+def test_a_worker_that_dies_ahead_of_the_iterator_is_named_with_its_own_batch(tmp_path):
+    # The issue's case: the iterator waits for batch 2 while the worker on batch 3 dies.
+    go = tmp_path / "go"
+    it = lazy_iter(DiesAheadOfTheIterator(str(go)), num_workers=2, grouping=False)
+    assert it.batch_indices[2:] == [[[8, 9], [10, 11]], [[12, 13], [14, 15]]]
+    it.next(), it.next()
+    go.touch()
+
+    with pytest.raises(WorkerExitedError, match=r"exited with code 3 while reading sample 13 of "
+                                                r"batch 3 \(samples \[12, 13, 14, 15\]\)$") as info:
+        it.next()
+
+    assert (info.value.batch, info.value.sample, info.value.exitcode) == (3, 13, 3)
 
 
 def test_reset_after_a_dead_worker_loads_a_full_epoch_on_new_workers():

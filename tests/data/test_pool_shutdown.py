@@ -163,6 +163,42 @@ def test_a_terminate_that_hangs_is_left_behind_after_its_limit(fork_context, mon
     wait_for(lambda: all(worker.exitcode is not None for worker in workers))  # no process left
 
 
+class Stops:
+    """A guard's ``stop``: records the process ids of the workers it was given."""
+
+    def __init__(self):
+        self.told = []
+
+    def __call__(self, workers):
+        self.told.append(sorted(worker.pid for worker in workers))
+
+
+def test_a_live_pool_guarded_with_a_stop_has_its_workers_told_once_before_the_wait(
+        fork_context):
+    pool = multiprocessing.pool.Pool(2, context=fork_context)
+    stops = Stops()
+    _pool_shutdown.guard(pool, grace_s=HANG_LIMIT_S, stop=stops)
+    workers = sorted(worker.pid for worker in pool._pool)
+
+    in_thread(pool.terminate)  # gluon's call: guarded
+
+    assert stops.told == [workers]
+    assert pool._state == multiprocessing.pool.TERMINATE
+
+
+def test_a_pool_that_lost_a_worker_is_terminated_without_telling_its_workers(fork_context):
+    pool = multiprocessing.pool.Pool(2, context=fork_context)
+    stops = Stops()
+    _pool_shutdown.guard(pool, grace_s=HANG_LIMIT_S, stop=stops)
+    pool.apply_async(exit_with, (3,))
+    wait_for(lambda: _pool_shutdown._lost_one(pool))
+
+    in_thread(_pool_shutdown.shut_down, pool, HANG_LIMIT_S)
+
+    assert stops.told == []
+    assert pool._state == multiprocessing.pool.TERMINATE
+
+
 def test_what_the_shutdown_raises_reaches_its_caller():
     def fails():
         raise ValueError("in the helper thread")
@@ -226,7 +262,8 @@ def test_a_dataset_error_in_a_worker_ends_the_pool_with_no_worker_killed():
     assert [worker.exitcode for worker in workers] == [0, 0]
 
 
-def test_an_iterator_dropped_mid_epoch_lets_its_workers_finish_and_end():
+def test_an_iterator_dropped_mid_epoch_has_its_workers_stop_and_end_by_themselves():
+    # How fast: tests/data/test_prompt_stop.py.
     it = lazy_iter(Samples(delay_s=0.2))
     it.next()  # the next batches are on their way, being read
     workers = started_workers(it)

@@ -136,6 +136,36 @@ def test_a_flat_iterator_passes_through_unchanged():
             np.testing.assert_array_equal(got.data[0].asnumpy(), expected.data[0].asnumpy())
 
 
+def test_len_is_the_wrapped_iterator_s_len_epoch_after_epoch():
+    with PerDevicePrefetchingIter(loader(count=14)) as prefetched:  # 4 batches of 2 x 2
+        for _ in range(2):
+            assert len(prefetched) == 4 == len(epoch_of(prefetched))
+            prefetched.reset()
+
+
+def test_len_of_a_wrapped_iterator_without_one_is_a_type_error_naming_it_and_truth_holds():
+    data = np.zeros((8, 2), np.float32)
+    with PerDevicePrefetchingIter(mx.io.NDArrayIter(data, batch_size=4)) as prefetched:
+        with pytest.raises(TypeError, match="len\\(\\) of a PerDevicePrefetchingIter is the "
+                                            "len\\(\\) of the iterator it wraps, and NDArrayIter "
+                                            "has none"):
+            len(prefetched)
+        assert prefetched  # MXNet's fit asks `if eval_data:`: never len()
+
+
+def test_the_repr_shows_what_it_wraps_its_depth_and_whether_it_is_closed():
+    inner = loader(count=14)
+    prefetched = PerDevicePrefetchingIter(inner, depth=3)
+    assert repr(prefetched) == f"PerDevicePrefetchingIter({inner!r}, depth=3)"
+    assert repr(inner).startswith("PerDeviceIter(14 samples, 4 batches of 2 devices x 2")
+
+    prefetched.close()
+    assert repr(prefetched) == f"PerDevicePrefetchingIter({inner!r}, depth=3, closed)"
+    prefetched.reset()  # a reset after close() fetches again
+    assert repr(prefetched) == f"PerDevicePrefetchingIter({inner!r}, depth=3)"
+    prefetched.close()
+
+
 def test_training_through_it_equals_training_without_it(contexts):
     def trained(train_iter):
         mod = mx.mod.Module(bar_net(), context=contexts)
