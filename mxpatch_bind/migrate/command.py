@@ -12,7 +12,17 @@ from pathlib import Path
 from typing import Callable
 
 from .._cli_types import Parser, UsageError, run_parsed
-from . import contexts, daemon_threads, edits, extensions, files, operators, traps, writes
+from . import (
+    contexts,
+    daemon_threads,
+    edits,
+    extensions,
+    files,
+    fork_fixes,
+    operators,
+    traps,
+    writes,
+)
 from . import port as py2
 from .checks import CHECK, COMPAT_MODULE, INSTALL_EXTRA, OK, PORT, REWRITE
 from .edits import parses_as_python3
@@ -228,6 +238,10 @@ def _edited(text, chosen, filename):
     for edit in {f.edit for f in chosen if f.edit[0] == "traps"}:
         new = traps.fix(new, edit[1])[0]
         made.add(edit)
+    forks = {f.edit for f in chosen if f.edit[0] == "fork"}
+    if forks and parses_as_python3(new):
+        new, kinds = fork_fixes.fix(new)
+        made |= {edit for edit in forks if edit[1] in kinds}
     for edit in {f.edit for f in chosen if f.edit[0] == "guard"}:
         new = extensions.guard_import(new, set(edit[1]))[0]
         made.add(edit)

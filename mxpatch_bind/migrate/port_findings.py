@@ -1,4 +1,5 @@
-"""Private to ``migrate``: the scan's findings of the port-time fixers, per file.
+"""Private to ``migrate``: the scan's findings of the port-time fixers, per file (a vendored
+copy's too: where it stays, it runs).
 
 A file that needs no port gets one ``[port]`` finding naming the traps ``--to-python3``
 fixes in it; a Python 2 file gets its ``[port]`` finding (the 2to3 port, which applies the
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from . import division, traps
+from . import division, fork_fixes, traps
 from . import port as py2
 from .checks import CHECK, PORT
 from .textedit import MARKER_PREFIX, markers
@@ -66,6 +67,19 @@ def python2_file(scan, rel, parsed) -> None:
         scan.add(rel, nexts[0], CHECK, f".next() at {_at(nexts)}: kept as it is (an MXNet "
                                        "DataIter has next() on Python 3 too); a generator or "
                                        "file needs next(x)")
+
+
+def copy_file(scan, rel, parsed) -> None:
+    """A vendored copy of the fork: where it stays (modified, still imported, or not deleted
+    by this run) it runs, so it is ported like any file, and the fork's places that MXNet
+    1.9.1 refuses are fixed (:mod:`fork_fixes`); a run that deletes it does neither."""
+    if parsed.python2 is not None:
+        python2_file(scan, rel, parsed)
+    else:
+        python3_file(scan, rel, parsed)
+    for site in fork_fixes.sites(parsed.tree):
+        scan.add(rel, site.line, PORT, f"the fork's code, where the copy stays: {site.message}",
+                 edit=("fork", site.kind))
 
 
 def _port_changes(parsed):

@@ -159,12 +159,14 @@ class Scan:
         self.out.append(self.finding(str(rel), line, action, message, edit, needs))
 
     def findings(self):
-        self.meanings = Meanings(self.model, {rel: p for rel, p in self.files.items()
-                                              if rel not in self.copies})
+        # the copies too: a copy that stays (kept, or not deleted) is ported like any file
+        self.meanings = Meanings(self.model, dict(self.files))
         for rel, parsed in self.files.items():
-            if rel in self.copies:
-                continue
             try:
+                if rel in self.copies:  # the fork itself: nothing in it uses the fork
+                    port_findings.copy_file(self, rel, parsed)
+                    port_findings.decided_later(self, rel, parsed)
+                    continue
                 FileChecks(self, rel, parsed.tree, parsed.lines, parsed.view_lines).run()
                 if parsed.python2 is not None:
                     port_findings.python2_file(self, rel, parsed)

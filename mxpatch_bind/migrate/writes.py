@@ -117,12 +117,42 @@ def plan(root: Path, entries: list[files.Entry], findings: list,
     with ``delete_vendored`` the deletions they allow; ``finding`` builds a warning's line."""
     planned = Plan(root, findings)
     by_path = {str(e.rel): e for e in entries}
-    for rel in sorted({f.path for f in findings if wanted(f)}):
-        chosen = [i for i, f in enumerate(planned.findings) if f.path == rel and wanted(f)]
-        _plan_file(planned, by_path.get(rel), rel, chosen, edited, finding)
+    # a copy's own edits (its port) wait until its deletion is decided: a deleted copy is
+    # neither ported nor reported as such
+    copies = {f.path for f in findings if f.action == DELETE} if delete_vendored else set()
+    paths = sorted({f.path for f in findings if wanted(f)})
+    for rel in [p for p in paths if p not in copies]:
+        _plan_file(planned, by_path.get(rel), rel, _chosen(planned, rel, wanted), edited,
+                   finding)
     if delete_vendored:
         _plan_deletions(planned)
+    moot = []
+    for rel in [p for p in paths if p in copies]:
+        if rel in planned.deletions:
+            moot += _chosen(planned, rel, wanted)
+        else:
+            _plan_file(planned, by_path.get(rel), rel, _chosen(planned, rel, wanted), edited,
+                       finding)
+    _drop(planned, set(moot))
     return planned
+
+
+def _chosen(planned, rel, wanted):
+    return [i for i, f in enumerate(planned.findings) if f.path == rel and wanted(f)]
+
+
+def _drop(planned, indexes):
+    """Leave the findings at ``indexes`` out of ``planned`` (the edits of a deleted copy),
+    keeping what the writes and deletions carry pointed at the same findings."""
+    if not indexes:
+        return
+    kept = [i for i in range(len(planned.findings)) if i not in indexes]
+    moved = {old: new for new, old in enumerate(kept)}
+    planned.findings = [planned.findings[i] for i in kept]
+    for write in planned.writes.values():
+        write.carries = [moved[i] for i in write.carries]
+    for deletion in planned.deletions.values():
+        deletion.carries = moved[deletion.carries]
 
 
 def _plan_file(planned, entry, rel, chosen, edited, finding):
