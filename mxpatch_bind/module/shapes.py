@@ -172,7 +172,7 @@ def spec_form(data_shapes, label_shapes=None):
     ...     spec_form([('data', (1, 3)), ('data', (3, 3))])
     ... except ShapeSpecError as error:
     ...     print(error)  # doctest: +ELLIPSIS
-    data_shapes [('data', (1, 3)), ('data', (3, 3))] names 'data' 2 times: ... [[('data', (1, 3))], [('data', (3, 3))]]
+    data_shapes [('data', (1, 3)), ('data', (3, 3))] names 'data' 2 times: ...
     """
     if isinstance(data_shapes, DeviceShapes):
         return PER_DEVICE
