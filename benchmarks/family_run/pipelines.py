@@ -23,6 +23,7 @@ REPOS = {
     'AdaScale': 'enyac-group+AdaScale',
     'mx-rcnn': 'ijkguo+mx-rcnn',
     'road_obj_detect': 'dhzhd1+road_obj_detect',
+    '3DCE_new': 'jpulidojr+3DCE_new',
 }
 # A repository run at another revision than its mirror's HEAD: mx-rcnn's HEAD is its 2018
 # rewrite (symnet/, stock Module, Python 3); 6f9f4eb is the last revision of the MutableModule
@@ -210,3 +211,29 @@ PIPELINES['road_obj_detect'] = dict(
                  args=['--cfg', 'road_train_all.yaml']),
             dict(name='test', script='inference.py', cfg=None,
                  lines=r'^(Image amount|New Label)')])
+
+# jpulidojr/3DCE_new: rcnn/tools/train.py (train.sh's one command) trains 3DCE (its modified
+# module's fit(iter_size=): 2 batches accumulated into each update here), validates after
+# each epoch and tests the best epoch (test_net, rcnn/tools/test.py's function) at its end;
+# one stage. Its configs are config.yml and default.yml at the tree's root (deeplesion.py).
+PIPELINES['3dce'] = dict(
+    repo='3DCE_new', data='deeplesion',
+    folders=['model', 'data/DeepLesion/cache'], files=['proposals_test_tiny.mat'],
+    yaml_overrides={
+        # IMG_DO_CLIP stays (True): its test batches read the crop only clipping records
+        'config.yml': {'NORM_SPACING': 0.8, 'ANCHOR_SCALES': [2, 4],
+                       'TRAIN': {'RPN_PRE_NMS_TOP_N': 300, 'RPN_POST_NMS_TOP_N': 32},
+                       'TEST': {'RPN_PRE_NMS_TOP_N': 300, 'RPN_POST_NMS_TOP_N': 150}},
+        'default.yml': {'exp_name': 'tiny', 'gpus': '0,1', 'prefetch_thread_num': 0,
+                        'shuffle': False, 'begin_sample': 100, 'network': 'tiny',
+                        'pretrained': './model/pretrained/tiny3dce', 'pretrained_epoch': 0,
+                        'dataset_path': './data/DeepLesion/',
+                        'image_path': './data/DeepLesion/Images_16bit/',
+                        'groundtruth_file': 'DL_info.csv', 'e2e_lr_step': '1',
+                        'e2e_epoch': 2, 'frequent': 1, 'show_avg_loss': 1, 'iter_size': 2,
+                        'validate_at_begin': False}},
+    stages=[dict(name='train', script='rcnn/tools/train.py', cfg=None, trace=True,
+                 # its validations' and test's sensitivities, PR values, TP / FP ids
+                 # (its arrays print as '[0. 0. ...]'; MXNet's log lines start '[hh:mm:ss]')
+                 lines=r'^(Sensitivity @|Iter \d+:|\[(?!\d\d:)|---|precision|recall|'
+                       r'f-measure)')])

@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 
-from . import configs, data_still, data_vid, python_config, symbols
+from . import configs, data_still, data_vid, deeplesion, python_config, symbols
 from .runs import run, shim_env
 
 DATA = dict(data_still.WRITERS, vid=data_vid.write_vid)
@@ -22,6 +22,8 @@ def setup(tree, spec):
     """SETUP (not defects): the tiny symbol module and its import, data, weights, configs."""
     if 'config_module' in spec:
         return python_config.setup(tree, spec, DATA[spec['data']])
+    if spec['data'] == 'deeplesion':
+        return deeplesion.setup(tree, spec)
     name, folder = spec['name'], os.path.join(tree, spec['project'], 'symbols')
     with open(os.path.join(folder, 'tiny_%s.py' % name), 'w') as f:
         f.write(symbols.source('tiny_' + name, spec['base'], spec['backbone'],
