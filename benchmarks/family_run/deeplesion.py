@@ -91,6 +91,7 @@ def _write_pretrained(path):
 
 def _overwrite_yaml(path, overrides):
     import yaml
+
     from .configs import merge
     with open(path) as f:
         cfg = yaml.safe_load(f)
