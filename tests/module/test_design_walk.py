@@ -13,10 +13,10 @@ from pathlib import Path
 
 import mxnet as mx
 import pytest
-
-import mxpatch_bind
 from nets import conv_net, device_batch, random_batch
 from paths import REPO
+
+import mxpatch_bind
 
 DESIGN = REPO / "docs" / "design.rst"
 SHAPES = [(2, 3, 8, 8), (1, 3, 6, 10)]

@@ -1,0 +1,156 @@
+"""The fault patterns mutation sample 21 (docs/mutation.rst) found untested, each pinned by
+behaviour: MXNet on one context is the oracle where there is one, else the message a slip gets.
+
+* a short batch (a tester's last) on a module with two data inputs completes the idle
+  devices' shapes with every input, so it runs as the same arrays run on one context;
+* a per-device spec given as a tuple of lists binds per device, as the list does;
+* a flat list repeating only a later input names that input, and nests by device;
+* under ``install()`` a stock module given a list of arrays instead of a list of batches
+  meets stock MXNet's own error, untouched;
+* the repr writes a module's contexts and shapes as lists and tuples, however they were given.
+"""
+
+import re
+
+import mxnet as mx
+import numpy as np
+import pytest
+
+import mxpatch_bind
+
+CONTEXTS = [mx.cpu(0), mx.cpu(1)]
+
+
+# --------------------------------------------------------------------------- short batches
+def two_input_net():
+    """An image and a small second input (as im_info beside data), read together."""
+    data, info = mx.sym.Variable("data"), mx.sym.Variable("im_info")
+    joined = mx.sym.Concat(mx.sym.Flatten(data), info, dim=1)
+    return mx.sym.FullyConnected(joined, num_hidden=3, name="fc")
+
+
+def two_input_params(pixels, info_width):
+    rng = np.random.RandomState(5)
+    return {"fc_weight": mx.nd.array(rng.uniform(-0.5, 0.5, (3, pixels + info_width))),
+            "fc_bias": mx.nd.array(rng.uniform(-0.5, 0.5, (3,)))}
+
+
+def stock_outputs(arrays):
+    """Stock MXNet on one context, for inference, on one device's arrays."""
+    mod = mx.mod.Module(two_input_net(), data_names=("data", "im_info"), label_names=None,
+                        context=mx.cpu(0))
+    mod.bind([("data", arrays[0].shape), ("im_info", arrays[1].shape)], for_training=False)
+    mod.set_params(two_input_params(int(np.prod(arrays[0].shape[1:])), arrays[1].shape[1]), {})
+    mod.forward(mx.io.DataBatch(data=list(arrays)), is_train=False)
+    return mod.get_outputs()[0].asnumpy()
+
+
+def test_a_short_batch_on_a_module_with_two_data_inputs_runs_as_stock_on_one_context():
+    rng = np.random.RandomState(3)
+    mod = mx.mod.Module(two_input_net(), data_names=("data", "im_info"), label_names=None,
+                        context=CONTEXTS)
+    with mxpatch_bind.patched():
+        mod.bind([[("data", (2, 3, 4, 4)), ("im_info", (2, 2))],
+                  [("data", (1, 3, 4, 4)), ("im_info", (1, 2))]], for_training=False)
+        mod.set_params(two_input_params(48, 2), {})
+        arrays = [mx.nd.array(rng.uniform(-1, 1, (3, 3, 4, 4))),
+                  mx.nd.array(rng.uniform(-1, 1, (3, 2)))]
+        mod.forward(mx.io.DataBatch(data=[arrays]), is_train=False)  # one device of two
+        outputs = mod.get_outputs(merge_multi_context=False)
+    assert [len(per_output) for per_output in outputs] == [1]
+    assert np.array_equal(outputs[0][0].asnumpy(), stock_outputs(arrays))
+
+
+# --------------------------------------------------------------------------- spec forms
+def conv_module(contexts=CONTEXTS):
+    net = mx.sym.Convolution(mx.sym.Variable("data"), num_filter=2, kernel=(3, 3), name="conv")
+    return mx.mod.Module(net, label_names=None, context=contexts)
+
+
+def test_a_tuple_of_per_device_lists_binds_per_device_as_the_list_does():
+    rng = np.random.RandomState(4)
+    params = {"conv_weight": mx.nd.array(rng.uniform(-1, 1, (2, 3, 3, 3))),
+              "conv_bias": mx.nd.array(rng.uniform(-1, 1, (2,)))}
+    shapes = [(2, 3, 8, 8), (1, 3, 6, 10)]
+    mod = conv_module()
+    mxpatch_bind.bind(mod, tuple([("data", shape)] for shape in shapes))
+    mod.set_params(params, {})
+    arrays = [mx.nd.array(rng.uniform(-1, 1, shape)) for shape in shapes]
+    with mxpatch_bind.patched():
+        mod.forward(mx.io.DataBatch(data=[[array] for array in arrays]), is_train=False)
+    outputs = mod.get_outputs(merge_multi_context=False)[0]
+    for array, output in zip(arrays, outputs):
+        stock = conv_module(mx.cpu(0))
+        stock.bind([("data", array.shape)], for_training=False)
+        stock.set_params(params, {})
+        stock.forward(mx.io.DataBatch(data=[array]), is_train=False)
+        assert np.array_equal(output.asnumpy(), stock.get_outputs()[0].asnumpy())
+
+
+def test_a_flat_list_repeating_only_a_later_input_names_that_input():
+    flat = [("data", (2, 3, 8, 8)), ("im_info", (2, 3)), ("im_info", (1, 3))]
+    with pytest.raises(mxpatch_bind.ShapeSpecError,
+                       match=re.escape("names 'im_info' 2 times")) as error:
+        mxpatch_bind.bind(conv_module(), flat)
+    assert str(error.value).endswith(
+        "[[('data', (2, 3, 8, 8)), ('im_info', (2, 3))], [('im_info', (1, 3))]]")
+
+
+def test_a_flat_list_written_input_by_input_is_nested_device_by_device():
+    flat = [("data", (2, 3, 8, 8)), ("data", (1, 3, 6, 6)), ("im_info", (2, 3)),
+            ("im_info", (1, 3))]
+    with pytest.raises(mxpatch_bind.ShapeSpecError) as error:
+        mxpatch_bind.bind(conv_module(), flat)
+    assert str(error.value).endswith(
+        "[[('data', (2, 3, 8, 8)), ('im_info', (2, 3))], [('data', (1, 3, 6, 6)), "
+        "('im_info', (1, 3))]]")
+
+
+# --------------------------------------------------------------------------- stock neutrality
+def stock_forward_error(patched):
+    mod = conv_module()
+    mod.bind([("data", (4, 3, 8, 8))], for_training=False)
+    mod.init_params()
+    arrays = [mx.nd.ones((2, 3, 8, 8)), mx.nd.ones((2, 3, 8, 8))]  # arrays, not DataBatches
+    with pytest.raises(Exception) as error:
+        if patched:
+            with mxpatch_bind.patched():
+                mod.forward(arrays, is_train=False)
+        else:
+            mod.forward(arrays, is_train=False)
+    return mod, error.value
+
+
+def test_a_list_of_arrays_given_to_a_stock_module_under_install_meets_mxnets_own_error():
+    stock_module, stock_error = stock_forward_error(patched=False)
+    mod, error = stock_forward_error(patched=True)
+    assert (type(error), str(error)) == (type(stock_error), str(stock_error))
+    assert type(mod) is type(stock_module) is mx.mod.Module
+
+
+# --------------------------------------------------------------------------- repr
+def test_the_repr_writes_contexts_given_as_a_tuple_as_a_list():
+    mod = mx.mod.Module(mx.sym.Variable("data"), label_names=None, context=tuple(CONTEXTS))
+    mxpatch_bind.bind(mod, [[("data", (2, 3))], [("data", (1, 3))]])
+    assert repr(mod).startswith("<mxnet.module.module.Module on [cpu(0), cpu(1)], bound per "
+                                "device")
+
+
+def test_the_repr_writes_shapes_given_as_lists_as_tuples():
+    mod = mx.mod.Module(mx.sym.Variable("data"), label_names=None, context=CONTEXTS)
+    mxpatch_bind.bind(mod, [[("data", (2, 3))], [("data", (1, 3))]])
+    mxpatch_bind.reshape(mod, [("data", [4, 3])])  # stock form, a shape as a list
+    assert repr(mod).endswith("bound in stock form (mxpatch_bind): data [('data', (4, 3))]>")
+
+
+def test_a_module_naming_an_input_twice_refuses_a_spec_naming_it_once_as_stock_does():
+    # MXNet lets data_names repeat a name, and then wants the spec to name it as often.
+    net = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=3, name="fc")
+    stock = mx.mod.Module(net, data_names=("data", "data"), label_names=None)
+    with pytest.raises(ValueError, match="don't match names specified by data_names"):
+        stock.bind([("data", (2, 5))])
+    mod = mx.mod.Module(net, data_names=("data", "data"), label_names=None, context=CONTEXTS)
+    with pytest.raises(mxpatch_bind.ShapeSpecError,
+                       match=re.escape("names ['data'] but the module expects ['data', 'data']")):
+        mxpatch_bind.bind(mod, [[("data", (2, 5))], [("data", (1, 5))]])
+    assert not mod.binded
