@@ -154,3 +154,44 @@ def test_a_module_naming_an_input_twice_refuses_a_spec_naming_it_once_as_stock_d
                        match=re.escape("names ['data'] but the module expects ['data', 'data']")):
         mxpatch_bind.bind(mod, [[("data", (2, 5))], [("data", (1, 5))]])
     assert not mod.binded
+
+
+# --------------------------------------------------------------------------- explicit base calls
+class BaseCallingModule(mx.mod.Module):
+    """A subclass whose forward names its base class, as Python 2 code often wrote it."""
+
+    def forward(self, data_batch, is_train=None):
+        return mx.mod.Module.forward(self, data_batch, is_train)
+
+
+def conv_params():
+    rng = np.random.RandomState(6)
+    return {"conv_weight": mx.nd.array(rng.uniform(-1, 1, (2, 3, 3, 3))),
+            "conv_bias": mx.nd.array(rng.uniform(-1, 1, (2,)))}
+
+
+def stock_conv_output(array):
+    stock = conv_module(mx.cpu(0))
+    stock.bind([("data", array.shape)], for_training=False)
+    stock.set_params(conv_params(), {})
+    stock.forward(mx.io.DataBatch(data=[array]), is_train=False)
+    return stock.get_outputs()[0].asnumpy()
+
+
+@pytest.mark.parametrize("bound", ["per device", "in stock form"])
+def test_a_subclass_calling_module_forward_by_name_runs_a_per_device_batch(bound):
+    net = mx.sym.Convolution(mx.sym.Variable("data"), num_filter=2, kernel=(3, 3), name="conv")
+    mod = BaseCallingModule(net, label_names=None, context=CONTEXTS)
+    rng = np.random.RandomState(7)
+    arrays = [mx.nd.array(rng.uniform(-1, 1, shape)) for shape in [(2, 3, 8, 8), (1, 3, 6, 10)]]
+    with mxpatch_bind.patched():
+        if bound == "per device":
+            mod.bind([[("data", array.shape)] for array in arrays], for_training=False)
+        else:
+            mod.bind([("data", (4, 3, 8, 8))], for_training=False)
+        mod.set_params(conv_params(), {})
+        mod.forward(mx.io.DataBatch(data=[[array] for array in arrays]), is_train=False)
+    outputs = mod.get_outputs(merge_multi_context=False)[0]
+    assert len(outputs) == 2
+    for array, output in zip(arrays, outputs):
+        assert np.array_equal(output.asnumpy(), stock_conv_output(array))
