@@ -195,3 +195,42 @@ def test_a_subclass_calling_module_forward_by_name_runs_a_per_device_batch(bound
     assert len(outputs) == 2
     for array, output in zip(arrays, outputs):
         assert np.array_equal(output.asnumpy(), stock_conv_output(array))
+
+
+# --------------------------------------------------------------------------- free functions
+def test_the_free_reshape_of_a_per_device_module_patches_nothing_for_the_call(caplog):
+    # Only a subclass that overrides the method (SVRGModule's bind) runs under a temporary
+    # patch; a module already of the per-device class takes its own method as it is.
+    mod = conv_module()
+    mxpatch_bind.bind(mod, [[("data", (2, 3, 8, 8))], [("data", (1, 3, 8, 8))]])
+    with caplog.at_level("DEBUG", logger="mxpatch_bind.patching"):
+        mxpatch_bind.reshape(mod, [[("data", (1, 3, 6, 6))], [("data", (2, 3, 6, 6))]])
+    assert [d.shape for d in mod._exec_group.data_shapes[1]] == [(2, 3, 6, 6)]
+    assert not [r for r in caplog.records if "patched" in r.getMessage()]
+    assert not mxpatch_bind.is_installed()
+
+
+# --------------------------------------------------------------------------- loaded modules
+def loaded_module_forward_error(prefix, patched):
+    """Module.load's module has parameters but is not bound: forward fails as stock says."""
+    mod = mx.mod.Module.load(prefix, 1, label_names=None, context=CONTEXTS)
+    batches = [mx.io.DataBatch(data=[mx.nd.ones((2, 3, 8, 8))])] * 2  # stock's pre-sliced list
+    with pytest.raises(Exception) as error:
+        if patched:
+            with mxpatch_bind.patched():
+                mod.forward(batches, is_train=False)
+        else:
+            mod.forward(batches, is_train=False)
+    return mod, error.value
+
+
+def test_a_pre_sliced_list_fed_to_a_loaded_module_not_yet_bound_meets_mxnets_own_error(tmp_path):
+    saved = conv_module()
+    saved.bind([("data", (4, 3, 8, 8))], for_training=False)
+    saved.set_params(conv_params(), {})
+    saved.save_checkpoint(str(tmp_path / "net"), 1)
+    stock_module, stock_error = loaded_module_forward_error(str(tmp_path / "net"), False)
+    mod, error = loaded_module_forward_error(str(tmp_path / "net"), True)
+    assert stock_module.params_initialized and not stock_module.binded
+    assert (type(error), str(error)) == (type(stock_error), str(stock_error))
+    assert type(mod) is mx.mod.Module and not mod.binded

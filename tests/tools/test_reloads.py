@@ -346,6 +346,20 @@ def test_the_guard_of_a_half_reload_refuses_every_per_device_form_and_passes_sto
     """) == ["[True,", "True]", "[(4,", "3)]"]
 
 
+def test_the_guard_of_a_half_reload_refuses_a_per_device_reshape_leaving_the_module_as_it_was():
+    assert _run("""
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.module'])
+        new = sys.modules['mxnet.module.module'].Module
+        mod = new(net(), context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([('data', (4, 5))], [('softmax_label', (4,))])
+        try:
+            mod.reshape([[('data', (1, 5))], [('data', (3, 5))]])
+        except mxpatch_bind.UnsupportedMXNetError as error:
+            print('reload mxnet.module after it' in str(error), [d.shape for d in mod.data_shapes])
+    """) == ["True", "[(4,", "5)]"]
+
+
 def test_a_half_reload_guards_each_method_of_the_new_class_once_and_status_says_why():
     # Another module file reloaded while half done runs the finder again: still one guard.
     assert _run("""
