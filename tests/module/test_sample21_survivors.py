@@ -234,3 +234,37 @@ def test_a_pre_sliced_list_fed_to_a_loaded_module_not_yet_bound_meets_mxnets_own
     assert stock_module.params_initialized and not stock_module.binded
     assert (type(error), str(error)) == (type(stock_error), str(stock_error))
     assert type(mod) is mx.mod.Module and not mod.binded
+
+
+# --------------------------------------------------------------------------- sequential lists
+def test_a_sequential_module_refuses_a_list_of_batches_with_labels_on_some_only_as_a_module_does():
+    # Dropping every batch's labels would train a later step on none, with a message saying
+    # the batch has none; a Module names the device without them.
+    def labelled_list(with_labels):
+        return [mx.io.DataBatch(data=[mx.nd.ones((2, 3, 8, 8))],
+                                label=[mx.nd.zeros((2,))] if labelled else None)
+                for labelled in with_labels]
+
+    classifier = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(
+        mx.sym.flatten(mx.sym.Variable("features")), num_hidden=3, name="fc"), name="softmax")
+    seq = mx.mod.SequentialModule()
+    seq.add(mx.mod.Module(mx.sym.Convolution(mx.sym.Variable("data"), num_filter=2,
+                                             kernel=(3, 3), name="conv"),
+                          label_names=None, context=CONTEXTS))
+    seq.add(mx.mod.Module(classifier, data_names=["features"], context=CONTEXTS),
+            take_labels=True, auto_wiring=True)
+    plain = mx.mod.Module(mx.sym.SoftmaxOutput(mx.sym.FullyConnected(
+        mx.sym.flatten(mx.sym.Variable("data")), num_hidden=3, name="fc"), name="softmax"),
+        context=CONTEXTS)
+    with mxpatch_bind.patched():
+        for module in (seq, plain):
+            module.bind([[("data", (2, 3, 8, 8))]] * 2, [[("softmax_label", (2,))]] * 2)
+            module.init_params()
+        messages = []
+        for module in (seq, plain):
+            with pytest.raises(mxpatch_bind.BatchError) as error:
+                module.forward(labelled_list([True, False]), is_train=True)
+            messages.append(str(error.value))
+        seq.forward(labelled_list([True, True]), is_train=True)  # every device labelled: runs
+    assert messages[0] == messages[1]
+    assert messages[0].startswith("batch device 1 has no labels but device 0 has")
