@@ -84,3 +84,23 @@ def test_a_shape_used_again_stays_in_the_executor_cache_over_one_used_less(monke
         assert reshapes == [(2, 3, 8, 8)] * 2
     finally:
         mxpatch_bind.configure(**previous._asdict())
+
+
+def test_an_auto_wired_first_layer_keeps_the_dtype_of_the_datadesc_it_is_given():
+    # Layer 0 added with auto_wiring takes the spec's entries by position, under its own
+    # names, and binds as a Module given that DataDesc binds (stock Module on one context
+    # keeps its dtype; stock SequentialModule's auto-wiring re-makes (name, shape) pairs and
+    # drops it, which the per-device chain does not copy).
+    net = mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden=3, name="fc")
+    stock = mx.mod.Module(net, data_names=["x"], label_names=None, context=mx.cpu(0))
+    stock.bind([mx.io.DataDesc("x", (2, 5), np.float64)], for_training=False)
+    seq = mx.mod.SequentialModule()
+    seq.add(mx.mod.Module(net, data_names=["x"], label_names=None, context=CONTEXTS),
+            auto_wiring=True)
+    with mxpatch_bind.patched():
+        seq.bind([[mx.io.DataDesc("data", (2, 5), np.float64)],
+                  [mx.io.DataDesc("data", (1, 5), np.float64)]], for_training=False)
+    wanted = stock._exec_group.execs[0].arg_dict["x"].dtype
+    assert wanted == np.float64
+    execs = seq._modules[0]._exec_group.execs
+    assert [e.arg_dict["x"].dtype for e in execs] == [wanted, wanted]
