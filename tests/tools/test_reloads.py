@@ -360,6 +360,36 @@ def test_the_guard_of_a_half_reload_refuses_a_per_device_reshape_leaving_the_mod
     """) == ["True", "[(4,", "5)]"]
 
 
+def test_a_reload_while_installed_keeps_a_per_device_forward_of_other_shapes_working():
+    # The core is rebuilt on the new classes, the forward path included.
+    assert _run("""
+        mxpatch_bind.install()
+        reload_module_files()
+        mod = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([[('data', (1, 5))], [('data', (3, 5))]],
+                 [[('softmax_label', (1,))], [('softmax_label', (3,))]])
+        mod.init_params()
+        mod.forward(mx.io.DataBatch(data=[[mx.nd.ones((2, 5))], [mx.nd.ones((1, 5))]],
+                                    label=[[mx.nd.zeros((2,))], [mx.nd.zeros((1,))]]),
+                    is_train=False)
+        print([o.shape for o in mod.get_outputs(merge_multi_context=False)[0]])
+    """) == ["[(2,", "3),", "(1,", "3)]"]
+
+
+def test_a_finder_put_back_after_uninstall_leaves_a_reload_alone():
+    # A saved copy of sys.meta_path put back (as test tools and plugin loaders do) brings our
+    # finder back without its callback: a reload then runs as MXNet's alone.
+    assert _run("""
+        saved = list(sys.meta_path)
+        mxpatch_bind.install()
+        finder = [f for f in sys.meta_path if f not in saved][0]
+        mxpatch_bind.uninstall()
+        sys.meta_path.insert(0, finder)
+        reload_module_files()
+        print(mxpatch_bind.is_installed(), mx.mod.Module.__module__)
+    """) == ["False", "mxnet.module.module"]
+
+
 def test_a_half_reload_guards_each_method_of_the_new_class_once_and_status_says_why():
     # Another module file reloaded while half done runs the finder again: still one guard.
     assert _run("""
