@@ -376,6 +376,20 @@ def test_a_reload_while_installed_keeps_a_per_device_forward_of_other_shapes_wor
     """) == ["[(2,", "3),", "(1,", "3)]"]
 
 
+def test_the_free_functions_used_before_a_reload_run_the_rebuilt_core_after_it():
+    # The package caches what its lazy names gave; a rebuild drops both bind and reshape.
+    assert _run("""
+        mxpatch_bind.install()
+        before = (mxpatch_bind.bind, mxpatch_bind.reshape)
+        reload_module_files()
+        mod = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        mxpatch_bind.bind(mod, [[('data', (1, 5))], [('data', (3, 5))]])
+        mxpatch_bind.reshape(mod, [[('data', (2, 5))], [('data', (2, 5))]])
+        print(mxpatch_bind.bind is not before[0], mxpatch_bind.reshape is not before[1],
+              [[d.shape for d in device] for device in mod.data_shapes])
+    """) == ["True", "True", "[[(2,", "5)],", "[(2,", "5)]]"]
+
+
 def test_a_finder_put_back_after_uninstall_leaves_a_reload_alone():
     # A saved copy of sys.meta_path put back (as test tools and plugin loaders do) brings our
     # finder back without its callback: a reload then runs as MXNet's alone.
