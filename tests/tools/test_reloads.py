@@ -376,6 +376,22 @@ def test_a_reload_while_installed_keeps_a_per_device_forward_of_other_shapes_wor
     """) == ["[(2,", "3),", "(1,", "3)]"]
 
 
+def test_the_guard_names_every_module_file_reloaded_without_its_package():
+    assert _run("""
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.module'])
+        importlib.reload(sys.modules['mxnet.module.bucketing_module'])
+        new = sys.modules['mxnet.module.module'].Module
+        try:
+            new(net(), context=[mx.cpu(0), mx.cpu(1)]).bind([[('data', (1, 5))],
+                                                            [('data', (3, 5))]])
+        except mxpatch_bind.UnsupportedMXNetError as error:
+            message = str(error)
+        print('mxnet.module.module was reloaded' in message,
+              'mxnet.module.bucketing_module was reloaded' in message)
+    """) == ["True", "True"]
+
+
 def test_the_free_functions_used_before_a_reload_run_the_rebuilt_core_after_it():
     # The package caches what its lazy names gave; a rebuild drops both bind and reshape.
     assert _run("""
