@@ -392,6 +392,20 @@ def test_the_guard_names_every_module_file_reloaded_without_its_package():
     """) == ["True", "True"]
 
 
+def test_a_reload_under_a_forced_install_patches_the_new_classes_as_forced():
+    # install(force=True) on an MXNet version outside the supported range: a reload while
+    # installed patches the new classes with the same force, not refusing them.
+    assert _run("""
+        import warnings
+        mx.__version__ = '1.2.0'
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            mxpatch_bind.install(force=True)
+            reload_module_files()
+        print(mxpatch_bind.is_installed(), per_device_bind())
+    """) == ["True", "[[(1,", "5)],", "[(3,", "5)]]"]
+
+
 def test_the_free_functions_used_before_a_reload_run_the_rebuilt_core_after_it():
     # The package caches what its lazy names gave; a rebuild drops both bind and reshape.
     assert _run("""
