@@ -381,3 +381,28 @@ def test_at_exit_a_prefetcher_over_another_is_stopped_first_so_that_its_fetch_ca
 
     assert outer.batch == 3  # its fetch finished, then it left its loop
     assert not any(owner.threads[0].is_alive() for owner in (inner, outer))
+
+
+def test_an_owner_that_takes_no_weak_reference_is_still_stopped_at_exit():
+    class Slotted:
+        __slots__ = ("started", "data_taken", "threads")  # no __weakref__
+
+        def __init__(self):
+            self.started, self.data_taken = True, [threading.Event()]
+            self.threads = [threading.Thread(target=self.loop, daemon=True)]
+            self.threads[0].start()
+
+        def loop(self):
+            while True:
+                self.data_taken[0].wait()
+                if not self.started:
+                    break
+                self.data_taken[0].clear()
+
+    owner = Slotted()
+    stop_threads_at_exit(owner, "threads", flag="started", wake="data_taken", timeout=60)
+
+    threads._stop_all()
+
+    assert owner.started is False
+    assert not owner.threads[0].is_alive()
