@@ -1,7 +1,8 @@
 """Run migrated family repositories' own training, test and evaluation, against the fork's.
 
 Not part of the test suite: it needs the family's raw trees (``git archive`` of a clone or of
-a ``fetch`` mirror, or unpacked trees with ``--raw``) and takes tens of minutes. Issue 30
+a ``fetch`` mirror, or unpacked trees with ``--raw``; a repository ``--raw`` lacks, or one
+pinned to a revision in ``REVISIONS``, comes from its mirror) and takes tens of minutes. Issue 30
 item 8, issue 36 item 9. Per family repository, two copies of the raw tree:
 
 * MIGRATED: ``python -m mxpatch_bind migrate TREE --write --delete-vendored --to-python3
@@ -17,10 +18,13 @@ stage of every pipeline (``family_run/pipelines.py``: D-CN faster_rcnn and rfcn 
 on PASCAL VOC, fpn on COCO, deeplab on VOC segmentation; Relation Networks; FCIS on COCO and
 on SDS; Deep-Feature-Flow's dff_rfcn and rfcn and FGFA's fgfa_rfcn on ImageNet VID, FGFA's
 test once more with seq-NMS; AdaScale's R-FCN training and test, its per-scale loss, loss
-analysis, scale-regressor training and test, and adaptive inference) runs the repository's
-own script on 2 CPU contexts (4 images of 64x96, one per device and batch, 2 epochs), and the
-two trees are compared stage by stage (``family_run/compare.py``): each batch's metrics, each
-evaluation's summary lines, each file written (checkpoints, detections, caches, results).
+analysis, scale-regressor training and test, and adaptive inference; mx-rcnn's end-to-end
+Faster R-CNN and VOC test, at the last revision of its MutableModule; road_obj_detect's
+training and wild test; 3DCE_new's training with its validations and test) runs the
+repository's own script on 2 CPU contexts (4 images of 64x96, one per device and batch, 2
+epochs), and the two trees are compared stage by stage (``family_run/compare.py``): each
+batch's metrics, each evaluation's summary lines, each file written (checkpoints,
+detections, caches, results).
 
 ``--temporary-edits`` also applies ``TEMPORARY_EDITS`` to both trees: known ``migrate``
 defects of issue 36 while their fixes land (a run with them is not the proof; the results
@@ -33,7 +37,8 @@ Usage (about 30 to 60 minutes on two shared cores)::
 
 Python packages the family needs at run time, beside MXNet 1.9.1 and numpy<1.24: Cython,
 easydict, opencv-python-headless<4.9 (newer wheels pull numpy 2, which breaks MXNet),
-scipy<1.12, PyYAML, hickle (FCIS), dill (FGFA), matplotlib<3.9 (AdaScale's analysis).
+scipy<1.12, PyYAML, scikit-image<0.22 (the COCO API's polygons), hickle (FCIS), dill (FGFA),
+matplotlib<3.9 (AdaScale's analysis), nibabel (3DCE_new).
 """
 import argparse
 import json

@@ -24,6 +24,8 @@ DATASETS = {
     'vid': {'NUM_CLASSES': 31, 'dataset': 'ImageNetVID', 'dataset_path': './data/ILSVRC2015',
             'image_set': 'DET_train_30classes+VID_train_15frames',  # the config's own test set
             'motion_iou_path': './data/ILSVRC2015/motion_iou.mat', 'enable_detailed_eval': True},
+    'road': {'NUM_CLASSES': 5, 'dataset': 'RoadImages', 'dataset_path': 'RoadImages',
+             'image_set': 'all', 'test_image_set': 'test'},
 }
 SHORT_TRAINING = {'begin_epoch': 0, 'end_epoch': 2, 'lr_step': '1.5', 'warmup': False,
                   'FLIP': False, 'SHUFFLE': False, 'RESUME': False, 'model_prefix': 'tiny'}

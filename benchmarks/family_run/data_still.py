@@ -2,7 +2,7 @@
 
 COCO (``data/coco``), PASCAL VOC detection (``data/VOCdevkit/VOC2007``, ``VOC2012``), VOC
 segmentation (``data/VOCdevkit2012``), Cityscapes (``data/cityscapes``) and SBD's SDS instance
-masks (``data/VOCdevkit/VOCSDS``):
+masks (``data/VOCdevkit/VOCSDS``), road_obj_detect's RoadImages (``rfcn/data/RoadImages``):
 64x96 images of flat coloured boxes on noise, from fixed seeds. Written by us; nothing here
 is copied from a data set.
 """
@@ -173,5 +173,27 @@ def write_voc_sds(tree):
             f.write('\n'.join(names) + '\n')
 
 
+def write_road(root):
+    """road_obj_detect's RoadImages folder, under the folder its scripts run in (rfcn/):
+    ``all_label.idl`` (one JSON object a line, ``{file name: [[x1, y1, x2, y2, class], ...]}``,
+    classes 1, 2, 3 and 20 as its loader reads them), 4 training images in ``all/`` and 2 in
+    ``test/``, the folder its ``inference.py`` globs."""
+    import numpy as np
+    folder = os.path.join(root, 'data', 'RoadImages')
+    rng = np.random.RandomState(9)
+    lines = []
+    for k in range(4):
+        image, boxes = _boxes(rng, 2)
+        name = 'road_%03d.jpg' % k
+        _jpeg(os.path.join(folder, 'all', name), image)
+        labels = [[x, y, x + bw - 1, y + bh - 1, cls]
+                  for (x, y, bw, bh), cls in zip(boxes, ((1, 20), (2, 3))[k % 2])]
+        lines.append(json.dumps({name: labels}))
+    with open(os.path.join(folder, 'all_label.idl'), 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    for k in range(2):
+        _jpeg(os.path.join(folder, 'test', 'wild_%03d.jpg' % k), _boxes(rng, 2)[0])
+
+
 WRITERS = {'coco': write_coco, 'voc': write_voc_detection, 'voc_seg': write_voc_seg,
-           'cityscapes': write_cityscapes, 'sds': write_voc_sds}
+           'cityscapes': write_cityscapes, 'sds': write_voc_sds, 'road': write_road}

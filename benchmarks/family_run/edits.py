@@ -74,6 +74,17 @@ SETUP_EDITS = [
                       '        sym_instance.init_scale_reg_1x1(config, arg_params, aux_params)',
                       '        sym_instance.init_scale_reg(config, arg_params, aux_params)'))
 ] + [
+    ('road_obj_detect', 'rfcn/inference.py', 'gpu_nms_wrapper(config.TEST.NMS, 0)',
+     'cpu_nms_wrapper(config.TEST.NMS)',
+     "inference.py asks for CUDA's NMS on GPU 0 whatever the context (its predictor's "
+     "mx.gpu(0) is the shim's cpu(0)); a CPU build has no gpu_nms (migrate's guard names "
+     "CUDA at the call): the same NMS of lib/nms/nms.py, its CPU twin, the shim's device "
+     "choice for NMS"),
+    ('road_obj_detect', 'rfcn/inference.py', "config.symbol = 'resnet_v1_101_rfcn'",
+     "config.symbol = 'tiny_road_obj_detect'",
+     "inference.py sets its symbol in code, over the config's: the tiny backbone under the "
+     "same head, as the config names it for road_train.py"),
+] + [
     ('AdaScale', 'analyze_loss.py', old, new,
      "analyze_loss.py's inputs are constants (its authors' absolute paths, the symbol's name, "
      "the resolutions): pointed at this run's outputs")

@@ -2,14 +2,16 @@
 
 A pipeline is one project of one repository on one data set, run through every script it has
 for training, test and evaluation. Each stage runs one of the repository's own scripts
-(``script``, from the tree's root) with ``--cfg`` pointing at a shrunk copy of one of the
-repository's own configs (``configs``: a variant's base config and overrides on top of the
-common shrink and the pipeline's ``overrides``) and ``args``; ``trace`` stages append each
-batch's metrics to the trace the comparison reads; ``lines`` is the regular expression of
-the log lines that carry the stage's results (evaluation summaries). All configs of a
-pipeline have one file name (``cfg_name``, or the pipeline's): the family's scripts find a
-model by the config's name (``output/<name>/<image set>``), so the variants are written to
-folders of their own.
+(``script``, from the tree's root, or from the pipeline's ``cwd`` in it) with ``--cfg``
+pointing at a shrunk copy of one of the repository's own configs (``configs``: a variant's
+base config and overrides on top of the common shrink and the pipeline's ``overrides``) and
+``args``; ``trace`` stages append each batch's metrics to the trace the comparison reads;
+``lines`` is the regular expression of the log lines that carry the stage's results
+(evaluation summaries). All configs of a pipeline have one file name (``cfg_name``, or the
+pipeline's): the family's scripts find a model by the config's name (``output/<name>/<image
+set>``), so the variants are written to folders of their own. A repository whose config is
+a Python module (mx-rcnn) names it in ``config_module`` and its shrink in
+``config_overrides`` (``python_config.py``).
 """
 
 REPOS = {
@@ -19,7 +21,14 @@ REPOS = {
     'Deep-Feature-Flow': 'msracver+Deep-Feature-Flow',
     'Flow-Guided-Feature-Aggregation': 'msracver+Flow-Guided-Feature-Aggregation',
     'AdaScale': 'enyac-group+AdaScale',
+    'mx-rcnn': 'ijkguo+mx-rcnn',
+    'road_obj_detect': 'dhzhd1+road_obj_detect',
+    '3DCE_new': 'jpulidojr+3DCE_new',
 }
+# A repository run at another revision than its mirror's HEAD: mx-rcnn's HEAD is its 2018
+# rewrite (symnet/, stock Module, Python 3); 6f9f4eb is the last revision of the MutableModule
+# form (rcnn/core/module.py, deleted by 024f59e), the one migrate rewrites to compat.
+REVISIONS = {'mx-rcnn': '6f9f4eb'}
 
 # What the evaluations print: COCOeval's summary, VOC's and ImageNet VID's APs, mean IU and
 # the IU of each class (deeplab prints them one a line)
@@ -152,3 +161,79 @@ ANALYZE_LOSS_SETTINGS = {
     "resolutions = [(600, 2000), (480, 2000), (360, 2000), (240, 2000), (128, 2000)]":
         'resolutions = %r' % ADASCALE_SCALES,
 }
+
+# mx-rcnn (6f9f4eb): end-to-end Faster R-CNN (train_end2end.py, its MutableModule) on PASCAL
+# VOC 2007+2012 trainval, then test.py (its Predictor, a MutableModule on one device) and
+# the VOC evaluation on 2007 test. Its config is rcnn/config.py (python_config.py); the
+# shrink is set on that module's objects, the rest is the scripts' own options.
+MX_RCNN_PREFIX = 'output/mx_rcnn/e2e'
+MX_RCNN_DATA = ['--network', 'tiny', '--dataset', 'PascalVOC']
+PIPELINES['mx_rcnn'] = dict(
+    repo='mx-rcnn', data='voc', config_module='rcnn.config',
+    # the checkpoints' folder (the README has a user make model/) and the VOC result files
+    folders=['output/mx_rcnn', 'data/VOCdevkit/results'],
+    config_overrides={'rcnn.config': {
+        'config.SCALES': [[64, 96]], 'config.ANCHOR_SCALES': [2, 4], 'config.NUM_ANCHORS': 6,
+        'config.TRAIN.RPN_PRE_NMS_TOP_N': 300, 'config.TRAIN.RPN_POST_NMS_TOP_N': 32,
+        'config.TEST.RPN_PRE_NMS_TOP_N': 300, 'config.TEST.RPN_POST_NMS_TOP_N': 150,
+        'network.tiny': {'pretrained': 'model/tiny', 'pretrained_epoch': 0}}},
+    stages=[
+        dict(name='train', script='train_end2end.py', cfg=None, trace=True,
+             args=MX_RCNN_DATA + ['--image_set', '2007_trainval+2012_trainval',
+                                  '--gpus', '0,1', '--prefix', MX_RCNN_PREFIX,
+                                  '--end_epoch', '2', '--lr_step', '1', '--no_flip',
+                                  '--no_shuffle', '--frequent', '1']),
+        dict(name='test', script='test.py', cfg=None,
+             lines=r'(AP for |Mean AP|VOC07 metric)',
+             # --thresh 0 (its own option; 1e-3 by default): every box of every class
+             # reaches the evaluation, whose APs of car and dog then count true positives
+             args=MX_RCNN_DATA + ['--image_set', '2007_test', '--prefix', MX_RCNN_PREFIX,
+                                  '--epoch', '2', '--gpu', '0', '--thresh', '0']),
+    ])
+
+# dhzhd1/road_obj_detect: its README's two commands, from rfcn/: road_train.py --cfg
+# road_train_all.yaml (R-FCN with OHEM on RoadImages, its modified module's fit(allow_extra=))
+# and inference.py, its wild test: it reads ./road_train_all.yaml, globs
+# ./data/RoadImages/test/*.jpg, loads output/rfcn/road_obj/road_train_all/all/rfcn_road-0019,
+# and writes the detections above 0.7 to ./results.json and each image with its boxes to
+# ./bbox_pic/. The shrunk config is written over road_train_all.yaml; training runs epochs 17
+# and 18 (the config's begin_epoch: 17, saving 0018 and 0019, the epoch inference.py loads).
+# Its config names one GPU: two contexts here, as for the other repositories' training.
+PIPELINES['road_obj_detect'] = dict(
+    repo='road_obj_detect', project='rfcn', cfg='rfcn/road_train_all.yaml',
+    base='resnet_v1_101_rfcn', backbone='c4', data='road', cfg_name='road_train_all',
+    cwd='rfcn', config_at='rfcn/road_train_all.yaml',
+    folders=['output/rfcn', 'bbox_pic'], files=['results.json'],
+    overrides=dict(gpus='0,1', output_path='./output/rfcn/road_obj',
+                   TRAIN={'model_prefix': 'rfcn_road', 'begin_epoch': 17, 'end_epoch': 19,
+                          'lr_step': '17.5'}),
+    stages=[dict(name='train', script='road_train.py', cfg=None, trace=True,
+                 args=['--cfg', 'road_train_all.yaml']),
+            dict(name='test', script='inference.py', cfg=None,
+                 lines=r'^(Image amount|New Label)')])
+
+# jpulidojr/3DCE_new: rcnn/tools/train.py (train.sh's one command) trains 3DCE (its modified
+# module's fit(iter_size=): 2 batches accumulated into each update here), validates after
+# each epoch and tests the best epoch (test_net, rcnn/tools/test.py's function) at its end;
+# one stage. Its configs are config.yml and default.yml at the tree's root (deeplesion.py).
+PIPELINES['3dce'] = dict(
+    repo='3DCE_new', data='deeplesion',
+    folders=['model', 'data/DeepLesion/cache'], files=['proposals_test_tiny.mat'],
+    yaml_overrides={
+        # IMG_DO_CLIP stays (True): its test batches read the crop only clipping records
+        'config.yml': {'NORM_SPACING': 0.8, 'ANCHOR_SCALES': [2, 4],
+                       'TRAIN': {'RPN_PRE_NMS_TOP_N': 300, 'RPN_POST_NMS_TOP_N': 32},
+                       'TEST': {'RPN_PRE_NMS_TOP_N': 300, 'RPN_POST_NMS_TOP_N': 150}},
+        'default.yml': {'exp_name': 'tiny', 'gpus': '0,1', 'prefetch_thread_num': 0,
+                        'shuffle': False, 'begin_sample': 100, 'network': 'tiny',
+                        'pretrained': './model/pretrained/tiny3dce', 'pretrained_epoch': 0,
+                        'dataset_path': './data/DeepLesion/',
+                        'image_path': './data/DeepLesion/Images_16bit/',
+                        'groundtruth_file': 'DL_info.csv', 'e2e_lr_step': '1',
+                        'e2e_epoch': 2, 'frequent': 1, 'show_avg_loss': 1, 'iter_size': 2,
+                        'validate_at_begin': False}},
+    stages=[dict(name='train', script='rcnn/tools/train.py', cfg=None, trace=True,
+                 # its validations' and test's sensitivities, PR values, TP / FP ids
+                 # (its arrays print as '[0. 0. ...]'; MXNet's log lines start '[hh:mm:ss]')
+                 lines=r'^(Sensitivity @|Iter \d+:|\[(?!\d\d:)|---|precision|recall|'
+                       r'f-measure)')])

@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 
-from . import configs, data_still, data_vid, symbols
+from . import configs, data_still, data_vid, deeplesion, python_config, symbols
 from .runs import run, shim_env
 
 DATA = dict(data_still.WRITERS, vid=data_vid.write_vid)
@@ -20,6 +20,10 @@ SKIPPED = ('.log',)  # the family's loggers write the time of day
 
 def setup(tree, spec):
     """SETUP (not defects): the tiny symbol module and its import, data, weights, configs."""
+    if 'config_module' in spec:
+        return python_config.setup(tree, spec, DATA[spec['data']])
+    if spec['data'] == 'deeplesion':
+        return deeplesion.setup(tree, spec)
     name, folder = spec['name'], os.path.join(tree, spec['project'], 'symbols')
     with open(os.path.join(folder, 'tiny_%s.py' % name), 'w') as f:
         f.write(symbols.source('tiny_' + name, spec['base'], spec['backbone'],
@@ -34,19 +38,27 @@ def setup(tree, spec):
     if line not in text:
         with open(init, 'a') as f:
             f.write(('' if text.endswith('\n') or not text else '\n') + line)
+    root = os.path.join(tree, spec.get('cwd', ''))
     for folder in spec.get('folders', []):
-        os.makedirs(os.path.join(tree, folder), exist_ok=True)
+        os.makedirs(os.path.join(root, folder), exist_ok=True)
     # written once per tree (the raw trees ship some image sets: ours replace them)
-    marker = os.path.join(tree, 'data', '.proof_' + spec['data'])
+    marker = os.path.join(root, 'data', '.proof_' + spec['data'])
     if not os.path.exists(marker):
-        DATA[spec['data']](tree)
+        DATA[spec['data']](root)
         open(marker, 'w').close()
-    symbols.write_pretrained(tree, 'tiny_' + name, spec['backbone'], spec.get('feat', 32))
-    return configs.write_configs(tree, spec)
+    symbols.write_pretrained(root, 'tiny_' + name, spec['backbone'], spec.get('feat', 32))
+    paths = configs.write_configs(tree, spec)
+    if 'config_at' in spec:  # a script that reads one fixed config file (road's inference.py)
+        shutil.copyfile(os.path.join(tree, paths['main']), os.path.join(tree, spec['config_at']))
+    return paths
 
 
 def _listing(tree, spec):
     found = {}
+    for rel in spec.get('files', []):  # files a script writes in place (road's results.json)
+        if os.path.exists(os.path.join(tree, rel)):
+            stat = os.stat(os.path.join(tree, rel))
+            found[rel] = (stat.st_size, stat.st_mtime_ns)
     for root in ['output/' + spec['name']] + WATCHED + spec.get('folders', []):
         for folder, _, files in os.walk(os.path.join(tree, root)):
             for file_name in files:
@@ -73,7 +85,10 @@ def _clean(tree, spec):
 
 def run_pipeline(args, tree, spec, logs, snapshots):
     """Every stage of ``spec`` in ``tree``, in order, until one fails having written nothing."""
-    _clean(tree, spec)
+    # the folder the stages run in (road_obj_detect's scripts read ./data and write ./output
+    # where they are, rfcn/): data, outputs and snapshots are relative to it
+    root = os.path.join(tree, spec.get('cwd', ''))
+    _clean(root, spec)
     config_paths = setup(tree, spec)
     results = []
     for stage in spec['stages']:
@@ -85,11 +100,11 @@ def run_pipeline(args, tree, spec, logs, snapshots):
         if stage.get('cfg', 'main'):
             cmd += ['--cfg', config_paths[stage.get('cfg', 'main')]]
         cmd += stage.get('args', [])
-        before = _listing(tree, spec)
-        result = run(cmd, tree, os.path.join(logs, label + '.log'), args.timeout,
-                     shim_env(args.work, trace))
+        before = _listing(root, spec)
+        env = dict(shim_env(args.work, trace), **python_config.overrides_env(spec))
+        result = run(cmd, root, os.path.join(logs, label + '.log'), args.timeout, env)
         result['stage'] = stage['name']
-        result['written'] = _snapshot(tree, before, _listing(tree, spec),
+        result['written'] = _snapshot(root, before, _listing(root, spec),
                                       os.path.join(snapshots, stage['name']))
         result['batches'] = sum(1 for _ in open(trace)) if os.path.exists(trace) else 0
         results.append(result)
