@@ -254,14 +254,16 @@ def _device_fields(data_batch):
         return (data_batch.data, data_batch.provide_data, data_batch.label,
                 data_batch.provide_label)
     data = [batch.data for batch in data_batch]
-    provide_data = _all_or_none([batch.provide_data for batch in data_batch])
-    labels = _all_or_none([batch.label for batch in data_batch])
-    provide_label = _all_or_none([batch.provide_label for batch in data_batch])
+    provide_data = _unless_absent([batch.provide_data for batch in data_batch])
+    labels = _unless_absent([batch.label for batch in data_batch])
+    provide_label = _unless_absent([batch.provide_label for batch in data_batch])
     return data, provide_data, labels, provide_label
 
 
-def _all_or_none(per_device):
-    return per_device if all(entry is not None for entry in per_device) else None
+def _unless_absent(per_device):
+    """The list as given, or None when no batch has the field: the first module checks a
+    mix as a Module checks a list of batches (labels on some devices only: refused)."""
+    return per_device if any(entry is not None for entry in per_device) else None
 
 
 def _device_outputs(module, next_module):

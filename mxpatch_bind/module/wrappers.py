@@ -63,8 +63,12 @@ def forward_wrapper(wrapped, instance, args, kwargs):
     if form == shapes.STOCK:
         return wrapped(*args, **kwargs)
     module, method_args = _split_call(instance, args)
-    if isinstance(module, PerDeviceModule) or not isinstance(module, Module):
+    if not isinstance(module, Module):
         return wrapped(*args, **kwargs)
+    if isinstance(module, PerDeviceModule):
+        # Only an explicit Module.forward(module, batch) gets here (a subclass's base call
+        # written out): the per-device forward, which module.forward would recurse into.
+        return PerDeviceModule.forward(module, *method_args, **kwargs)
     data_batch = _batch_of(module, method_args, kwargs)
     if form == shapes.BATCH_LIST and _one_shape(data_batch):
         if module.binded and module.params_initialized:

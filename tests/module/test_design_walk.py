@@ -12,10 +12,11 @@ import sys
 from pathlib import Path
 
 import mxnet as mx
-
-import mxpatch_bind
+import pytest
 from nets import conv_net, device_batch, random_batch
 from paths import REPO
+
+import mxpatch_bind
 
 DESIGN = REPO / "docs" / "design.rst"
 SHAPES = [(2, 3, 8, 8), (1, 3, 6, 10)]
@@ -109,30 +110,82 @@ def test_the_data_folder_imports_nothing_of_the_module_folder():
     assert found == []
 
 
-def test_a_per_device_forward_asks_batches_once_and_batches_answers_whole():
+def _modules_passed(run):
+    """The walk between forward.py and batches.py during ``run()``: each module named once
+    per stay ('forward', 'batches', ...), a return into one of them counted as a stay (so a
+    second question asked right after the first answer shows)."""
+    passed = []
+    walked = ("mxpatch_bind.module.forward", "mxpatch_bind.module.batches")
+
+    def profile(frame, event, arg):
+        if event == "return" and frame.f_back is not None:
+            frame = frame.f_back
+        elif event != "call":
+            return
+        name = frame.f_globals.get("__name__", "")
+        if name in walked:
+            module = name.rpartition(".")[2]
+            if not passed or passed[-1] != module:
+                passed.append(module)
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return passed
+
+
+def _labelled(shape, seed=0):
+    data, label = random_batch(shape, seed=seed)
+    return mx.io.DataBatch(data=[data], label=[label])
+
+
+# Each form of a forward batch, the module it goes to, and the walk between the two modules:
+# forward.py asks batches.py one question and works on with the answer; batches.py never asks
+# back. A stock module's pre-sliced list is checked, then loaded by stock MXNet.
+_FORMS = {
+    "device lists": ("per device", lambda: mx.io.DataBatch(
+        data=[[random_batch((3, 3, 8, 8), seed=1)[0]], [random_batch((1, 3, 6, 10))[0]]],
+        label=[[mx.nd.zeros((3,))], [mx.nd.zeros((1,))]],
+        provide_data=[[("data", (3, 3, 8, 8))], None]), ["forward", "batches", "forward"]),
+    "a list of batches": ("per device", lambda: [_labelled((2, 3, 8, 8)), _labelled((1, 3, 8, 8))],
+                          ["forward", "batches", "forward"]),
+    "a flat batch": ("per device", lambda: _labelled((3, 3, 8, 8)),
+                     ["forward", "batches", "forward"]),
+    "a pre-sliced list": ("stock", lambda: [_labelled((2, 3, 8, 8)), _labelled((2, 3, 8, 8))],
+                          ["forward", "batches", "forward"]),
+}
+
+
+@pytest.mark.parametrize("form", sorted(_FORMS))
+def test_a_forward_asks_batches_once_and_batches_answers_whole(form):
     # "Does the batch fit, and what does it hold?" is one question: forward.py asks it once,
     # batches.py answers it without calling back, and the spec is worked out from the answer.
+    bound, make_batch, walk = _FORMS[form]
     with mxpatch_bind.patched():
         mod = mx.mod.Module(conv_net(), context=[mx.cpu(0), mx.cpu(1)])
-        mod.bind([[("data", s)] for s in SHAPES], [[("softmax_label", (s[0],))] for s in SHAPES])
+        if bound == "per device":
+            mod.bind([[("data", s)] for s in SHAPES],
+                     [[("softmax_label", (s[0],))] for s in SHAPES])
+        else:
+            mod.bind([("data", (4, 3, 8, 8))], [("softmax_label", (4,))])
         mod.init_params()
-        batch = mx.io.DataBatch(
-            data=[[random_batch((3, 3, 8, 8), seed=1)[0]], [random_batch((1, 3, 6, 10))[0]]],
-            label=[[mx.nd.zeros((3,))], [mx.nd.zeros((1,))]],
-            provide_data=[[("data", (3, 3, 8, 8))], None])
-        passed = []
+        batch = make_batch()
+        assert _modules_passed(lambda: mod.forward(batch, is_train=True)) == walk
+        assert mod.get_outputs()[0].shape[1] == 3  # the forward ran through
 
-        def profile(frame, event, arg):
-            name = frame.f_globals.get("__name__", "")
-            if event == "call" and name in ("mxpatch_bind.module.forward",
-                                            "mxpatch_bind.module.batches"):
-                module = name.rpartition(".")[2]
-                if not passed or passed[-1] != module:
-                    passed.append(module)
 
-        sys.setprofile(profile)
-        try:
-            mod.forward(batch, is_train=True)
-        finally:
-            sys.setprofile(None)
-    assert passed == ["forward", "batches", "forward"]
+def test_batches_answers_without_importing_forward():
+    # The answering module knows nothing of the asking one: no import, so no way to call back.
+    import ast
+
+    source = (Path(mxpatch_bind.__file__).parent / "module" / "batches.py").read_text()
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            imported.update([node.module or ""] + [alias.name for alias in node.names])
+        elif isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+    assert "shapes" in imported  # what it does import is seen
+    assert not {name for name in imported if name.split(".")[-1] in ("forward", "binding")}

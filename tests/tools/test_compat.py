@@ -503,6 +503,24 @@ def test_max_label_shapes_alone_are_kept_for_every_device():
                                   2) == [{"softmax_label": (4,)}, {"softmax_label": (4,)}]
 
 
+def test_fit_hands_stocks_own_keywords_on_to_stock_fit(contexts):
+    # sparse_row_id_fn is stock fit's: its prepare() hands it each batch after the first.
+    mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,
+                        max_data_shapes=MAX_DATA)
+    prepared = []
+
+    class TwoBatches(OneBatch):
+        def next(self):
+            self.count = getattr(self, "count", 0) + 1
+            if self.count > 2:
+                raise StopIteration
+            return self.batch
+
+    mod.fit(TwoBatches(), num_epoch=1, optimizer_params={"learning_rate": 0.1},
+            sparse_row_id_fn=lambda data_batch: prepared.append(data_batch) or {})
+    assert len(prepared) == 1
+
+
 def epoch_end_calls(contexts, tmp_path, first, **fit):
     """(epoch, symbol, arg_params, optimizer set, prefix-NNNN files then) per call."""
     mod = MutableModule(detector_net(), ["data"], ["softmax_label"], context=contexts,

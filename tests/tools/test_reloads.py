@@ -346,6 +346,94 @@ def test_the_guard_of_a_half_reload_refuses_every_per_device_form_and_passes_sto
     """) == ["[True,", "True]", "[(4,", "3)]"]
 
 
+def test_the_guard_of_a_half_reload_refuses_a_per_device_reshape_leaving_the_module_as_it_was():
+    assert _run("""
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.module'])
+        new = sys.modules['mxnet.module.module'].Module
+        mod = new(net(), context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([('data', (4, 5))], [('softmax_label', (4,))])
+        try:
+            mod.reshape([[('data', (1, 5))], [('data', (3, 5))]])
+        except mxpatch_bind.UnsupportedMXNetError as error:
+            print('reload mxnet.module after it' in str(error), [d.shape for d in mod.data_shapes])
+    """) == ["True", "[(4,", "5)]"]
+
+
+def test_a_reload_while_installed_keeps_a_per_device_forward_of_other_shapes_working():
+    # The core is rebuilt on the new classes, the forward path included.
+    assert _run("""
+        mxpatch_bind.install()
+        reload_module_files()
+        mod = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([[('data', (1, 5))], [('data', (3, 5))]],
+                 [[('softmax_label', (1,))], [('softmax_label', (3,))]])
+        mod.init_params()
+        mod.forward(mx.io.DataBatch(data=[[mx.nd.ones((2, 5))], [mx.nd.ones((1, 5))]],
+                                    label=[[mx.nd.zeros((2,))], [mx.nd.zeros((1,))]]),
+                    is_train=False)
+        print([o.shape for o in mod.get_outputs(merge_multi_context=False)[0]])
+    """) == ["[(2,", "3),", "(1,", "3)]"]
+
+
+def test_the_guard_names_every_module_file_reloaded_without_its_package():
+    assert _run("""
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.module'])
+        importlib.reload(sys.modules['mxnet.module.bucketing_module'])
+        new = sys.modules['mxnet.module.module'].Module
+        try:
+            new(net(), context=[mx.cpu(0), mx.cpu(1)]).bind([[('data', (1, 5))],
+                                                            [('data', (3, 5))]])
+        except mxpatch_bind.UnsupportedMXNetError as error:
+            message = str(error)
+        print('mxnet.module.module was reloaded' in message,
+              'mxnet.module.bucketing_module was reloaded' in message)
+    """) == ["True", "True"]
+
+
+def test_a_reload_under_a_forced_install_patches_the_new_classes_as_forced():
+    # install(force=True) on an MXNet version outside the supported range: a reload while
+    # installed patches the new classes with the same force, not refusing them.
+    assert _run("""
+        import warnings
+        mx.__version__ = '1.2.0'
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            mxpatch_bind.install(force=True)
+            reload_module_files()
+        print(mxpatch_bind.is_installed(), per_device_bind())
+    """) == ["True", "[[(1,", "5)],", "[(3,", "5)]]"]
+
+
+def test_the_free_functions_used_before_a_reload_run_the_rebuilt_core_after_it():
+    # The package caches what its lazy names gave; a rebuild drops both bind and reshape.
+    assert _run("""
+        mxpatch_bind.install()
+        before = (mxpatch_bind.bind, mxpatch_bind.reshape)
+        reload_module_files()
+        mod = mx.mod.Module(net(), context=[mx.cpu(0), mx.cpu(1)])
+        mxpatch_bind.bind(mod, [[('data', (1, 5))], [('data', (3, 5))]])
+        mxpatch_bind.reshape(mod, [[('data', (2, 5))], [('data', (2, 5))]])
+        print(mxpatch_bind.bind is not before[0], mxpatch_bind.reshape is not before[1],
+              [[d.shape for d in device] for device in mod.data_shapes])
+    """) == ["True", "True", "[[(2,", "5)],", "[(2,", "5)]]"]
+
+
+def test_a_finder_put_back_after_uninstall_leaves_a_reload_alone():
+    # A saved copy of sys.meta_path put back (as test tools and plugin loaders do) brings our
+    # finder back without its callback: a reload then runs as MXNet's alone.
+    assert _run("""
+        saved = list(sys.meta_path)
+        mxpatch_bind.install()
+        finder = [f for f in sys.meta_path if f not in saved][0]
+        mxpatch_bind.uninstall()
+        sys.meta_path.insert(0, finder)
+        reload_module_files()
+        print(mxpatch_bind.is_installed(), mx.mod.Module.__module__)
+    """) == ["False", "mxnet.module.module"]
+
+
 def test_a_half_reload_guards_each_method_of_the_new_class_once_and_status_says_why():
     # Another module file reloaded while half done runs the finder again: still one guard.
     assert _run("""
