@@ -108,3 +108,41 @@ def test_a_name_that_only_begins_with_a_gone_ones_name_is_kept(tmp_path, capsys)
     assert (root / "timing.py").read_text() == (
         "import time\nstart = time.process_time()\n"
         "tick = time.clock_gettime(time.CLOCK_MONOTONIC)\n")
+
+
+def test_a_symbol_divided_in_place_under_true_division_becomes_what_older_mxnet_ran(
+        tmp_path, capsys):
+    # a Python 2 file that divides truly: its '/=' is no classic division left to old_idiv
+    pytest.importorskip("mxnet")
+    root = write_tree(tmp_path, {"net.py": """\
+        from __future__ import division
+        import mxnet as mx
+
+        data = mx.sym.Variable('data')
+        out = data * 3
+        out /= 2
+        print out.eval(ctx=mx.cpu(), data=mx.nd.array([1, 2]))[0].asnumpy().tolist()
+        """})
+    run_migrate(capsys, root, "--to-python3")
+    ran = subprocess.run([sys.executable, "net.py"], cwd=root, capture_output=True, text=True,
+                         timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == "[1.5, 3.0]\n"
+
+
+def test_without_fissix_a_file_that_divides_truly_in_a_python_2_tree_has_no_division_listed(
+        tmp_path, capsys, monkeypatch):
+    # with fissix the port drops the __future__ import, so the file goes the Python 2 way
+    from mxpatch_bind.migrate import port
+    monkeypatch.setattr(port, "available", lambda: False)
+    root = write_tree(tmp_path, {"cache.py": "def hit(d, key):\n    return d.has_key(key)\n",
+                                 "util.py": """\
+        from __future__ import division
+
+
+        def half(n):
+            return n / 2
+        """})
+    status, report = run_migrate(capsys, root)
+    assert report[0].startswith("cache.py:2: [port] Python 2 code (.has_key() at line 2)")
+    assert [line for line in report if line.startswith("util.py")] == []
