@@ -146,3 +146,29 @@ def test_without_fissix_a_file_that_divides_truly_in_a_python_2_tree_has_no_divi
     status, report = run_migrate(capsys, root)
     assert report[0].startswith("cache.py:2: [port] Python 2 code (.has_key() at line 2)")
     assert [line for line in report if line.startswith("util.py")] == []
+
+
+def test_a_division_of_an_unknown_by_an_integer_is_listed_as_kept_for_a_person(tmp_path, capsys):
+    root = write_tree(tmp_path, {"half.py": "def half(n):\n    print 'half'\n    return n / 2\n"})
+    status, report = run_migrate(capsys, root)
+    kept = "half.py:3: [check] '/' at line 3: on Python 3"
+    assert any(line.startswith(kept) for line in report), report
+
+
+def test_a_cycle_of_star_imports_is_read_like_any_tree(tmp_path, capsys):
+    # b imports a's names while a imports b's: Python runs it; the scan must not go round
+    root = write_tree(tmp_path, {"main.py": "from a import *\nprint(half(7), SCALE)\n",
+                                 "a.py": "from b import *\ndef half(n):\n    return n // SCALE\n",
+                                 "b.py": "SCALE = 2\nfrom a import *\n"})
+    status, report = run_migrate(capsys, root)
+    assert report == ["migrate: 0 findings in 0 files: nothing to migrate"]
+
+
+def test_eight_kept_divisions_are_all_shown_and_a_ninth_is_counted(tmp_path, capsys):
+    body = "".join(f"    r{i} = a / b\n" for i in range(9))
+    root = write_tree(tmp_path, {"eight.py": "def f(a, b):\n    print 'x'\n" + body[:-15],
+                                 "nine.py": "def f(a, b):\n    print 'x'\n" + body})
+    status, report = run_migrate(capsys, root)
+    kept = [line.split(": on Python 3")[0] for line in report if "[check] '/' at" in line]
+    assert kept == ["eight.py:3: [check] '/' at lines 3, 4, 5, 6, 7, 8, 9, 10",
+                    "nine.py:3: [check] '/' at lines 3, 4, 5, 6, 7, 8, 9, 10 and 1 more"]
