@@ -172,3 +172,14 @@ def test_eight_kept_divisions_are_all_shown_and_a_ninth_is_counted(tmp_path, cap
     kept = [line.split(": on Python 3")[0] for line in report if "[check] '/' at" in line]
     assert kept == ["eight.py:3: [check] '/' at lines 3, 4, 5, 6, 7, 8, 9, 10",
                     "nine.py:3: [check] '/' at lines 3, 4, 5, 6, 7, 8, 9, 10 and 1 more"]
+
+
+def test_a_pickle_read_in_universal_newline_mode_gets_rb(tmp_path):
+    # Python 3.11 refuses 'U'; 'rUb' would stop the port where Python 2 read the pickle
+    assert_same_output(tmp_path, {"main.py": """\
+        import cPickle
+        with open('cache.pkl', 'w') as f:
+            cPickle.dump({'boxes': [1, 2]}, f)
+        with open('cache.pkl', 'rU') as f:
+            print cPickle.load(f)
+        """})
