@@ -76,6 +76,44 @@ def test_a_file_pickled_in_text_mode_round_trips_the_same(tmp_path, functions):
         "print repr(sorted(load('cache.pkl').items()))\n")})
 
 
+# mx-maskrcnn's shape: rcnn/tools/train_maskrcnn.py star-imports its symbol package, whose
+# __init__.py star-imports a sibling by Python 2's implicit relative import; what the star
+# binds (no ``open``) is known only through that sibling.
+STAR_THROUGH_A_SIBLING = {
+    "pkg/__init__.py": "",
+    "pkg/shapes/__init__.py": "from boxes import *\n",
+    "pkg/shapes/boxes.py": """\
+        def area(box):
+            return (box[2] - box[0]) * (box[3] - box[1])
+        """,
+    "pkg/tools/__init__.py": "",
+    "pkg/tools/cache.py": """\
+        import cPickle as pkl
+        from ..shapes import *
+
+
+        def save(obj, path):
+            with open(path, 'w') as f:
+                pkl.dump(obj, f, -1)
+
+
+        def load(path):
+            with open(path, 'r') as f:
+                return pkl.load(f)
+        """,
+    "main.py": """\
+        from pkg.tools.cache import area, load, save
+        save({'boxes': [[1, 2, 4, 6]], 'name': 'img'}, 'cache.pkl')
+        print repr(sorted(load('cache.pkl').items())), area([1, 2, 4, 6])
+        """,
+}
+
+
+def test_a_pickled_file_under_a_star_import_of_a_sibling_through_its_package_round_trips(
+        tmp_path):
+    assert_same_output(tmp_path, STAR_THROUGH_A_SIBLING)
+
+
 # lib/dataset/pascal_voc_eval.py's shape: text files and the pickled annotation cache are
 # all opened under the name f in one function.
 VOC_EVAL = {
