@@ -287,3 +287,20 @@ def test_the_readmes_command_loads_a_config_and_a_python_2_cache_the_same(tmp_pa
                    + "cfg = yaml.load(open('config.yaml'))\nprint cfg['TRAIN']['lr']\n"
                    + dedent(SHOW_CACHE)},
         modules=("numpy", "yaml"), via="cli", prepare="write_cache.py")
+
+
+NUMERIC_DTYPES = """\
+    import numpy as np
+    scores = np.array([1.7, -2.2, 0.0, 3.9])
+    labels = scores.astype('Int32')
+    print labels.tolist(), labels.dtype, scores.astype("UInt8").dtype
+    print np.zeros(2, dtype='Float32').dtype, np.dtype('Int64'), np.dtype('Float16')
+    print np.ones(1, dtype='Complex32').dtype, np.ones(1, dtype='Complex64').dtype
+    print scores.astype('Bool').tolist(), np.arange(3, dtype='UInt16').dtype
+    """
+
+
+def test_numerics_type_names_given_as_a_dtype_give_the_same_arrays(tmp_path):
+    # mx-maskrcnn's rcnn/core/metric.py: .astype('Int32'), which NumPy 1.23 refuses
+    outputs = assert_same_output(tmp_path, {"main.py": NUMERIC_DTYPES}, modules=("numpy",))
+    assert "'int32'" in outputs.ported["main.py"]
