@@ -261,6 +261,9 @@ PIPELINES['mx_maskrcnn'] = dict(
         'config.TEST.RPN_PRE_NMS_TOP_N': 300, 'config.TEST.RPN_POST_NMS_TOP_N': 32,
         'config.TEST.PROPOSAL_PRE_NMS_TOP_N': 300, 'config.TEST.PROPOSAL_POST_NMS_TOP_N': 64,
         'config.TRAIN.RPN_BATCH_SIZE': 64,
+        # its own option: the fixed means and stds of the targets; the empirical ones of
+        # a few tiny images leave a zero std (NaN targets, NaN weights) in the last stage
+        'config.TRAIN.BBOX_NORMALIZATION_PRECOMPUTED': True,
         'network.tiny_fpn': {'pretrained': 'model/tiny', 'pretrained_epoch': 0}}},
     stages=[
         dict(name='train', script='train_alternate_mask_fpn.py', cfg=None, trace=True,
@@ -270,12 +273,14 @@ PIPELINES['mx_maskrcnn'] = dict(
                                    '--rpn_epoch', '1', '--rpn_lr_step', '1',
                                    '--rcnn_epoch', '1', '--rcnn_lr_step', '1',
                                    '--no_flip', '--no_shuffle', '--frequent', '1']),
+        # --thresh 0 (its own option; 1e-3 by default, under which the tiny model's test
+        # keeps no box): every box of every class reaches the masks and the evaluation
         dict(name='test', script='eval_maskrcnn.py', cfg=None,
              lines=r'^writing results for',
              args=MASKRCNN_DATA + ['--has_rpn', '--image_set', 'val',
                                    '--prefix', MASKRCNN_PREFIX + '/final',
                                    '--result_path', 'data/cityscape/results/pred/',
-                                   '--epoch', '0', '--gpu', '0']),
+                                   '--epoch', '0', '--gpu', '0', '--thresh', '0']),
         dict(name='eval', module='cityscapesscripts.evaluation.evalInstanceLevelSemanticLabeling',
              cfg=None, env={'CITYSCAPES_DATASET': 'data/cityscape',
                             'CITYSCAPES_RESULTS': 'data/cityscape/results/pred'},
