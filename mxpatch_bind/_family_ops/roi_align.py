@@ -320,7 +320,11 @@ class _ROIAlignProp(mx.operator.CustomOpProp):
         return [np.float32, np.float32], [np.float32], []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
-        return [out_grad[0], in_data[0], in_data[1]]
+        # The output too, though the backward does not read it: MXNet 1.9.1 applies the
+        # dependencies the last declared Python operator gave to every Python operator's
+        # backward, and an undeclared array, never allocated, fails there under
+        # mx-maskrcnn's MaskOutput, which declares its output ('unknown storage type')
+        return [out_grad[0], in_data[0], in_data[1], out_data[0]]
 
     def create_operator(self, ctx, shapes, dtypes):
         return _ROIAlignOp(self.pooled_size, self.spatial_scale)

@@ -381,3 +381,52 @@ def test_rois_of_the_wrong_shape_fail_at_shape_inference_naming_the_shapes(capfd
     # MXNet prints the Python exception of a custom operator's shape inference (on stdout).
     printed = capfd.readouterr()
     assert "rois (R, 5); got (1, 3, 8, 8) and (4, 4)" in printed.out + printed.err
+
+
+class _MaskLoss(mx.operator.CustomOp):
+    """mx-maskrcnn's ``MaskOutput`` in shape: the input passes on; its gradient is
+    ``prediction - target``, with no gradient from above."""
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], in_data[0])
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        self.assign(in_grad[0], req[0], in_data[0] - in_data[1])
+        self.assign(in_grad[1], req[1], mx.nd.zeros(in_grad[1].shape))
+
+
+@mx.operator.register("test_roi_align_mask_loss")
+class _MaskLossProp(mx.operator.CustomOpProp):
+    def __init__(self):
+        super().__init__(need_top_grad=False)
+
+    def list_arguments(self):
+        return ["prediction", "target"]
+
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0]], []
+
+    def create_operator(self, ctx, shapes, dtypes):
+        return _MaskLoss()
+
+
+def test_the_backward_runs_under_a_python_loss_that_takes_no_gradient_from_above():
+    # MXNet keeps one registry-wide set of the backward dependencies a Python operator
+    # declared last and applies it to every Python operator's backward: under mx-maskrcnn's
+    # MaskOutput (declared after it) an output of ROIAlign's it had not declared was read
+    # as an array of no storage type ("unknown storage type: -1") and training stopped.
+    rng = np.random.RandomState(8)
+    data = rng.randn(1, 2, 6, 6).astype(np.float32)
+    target = rng.randn(2, 2, 2, 2).astype(np.float32)
+    rois = np.array([[0, 0, 0, 5, 5], [0, 1, 2, 4, 5]], np.float32)
+    pooled = ROIAlign(mx.sym.Variable("data"), mx.sym.Variable("rois"), (2, 2), 1.0)
+    loss = mx.sym.Custom(prediction=pooled, target=mx.sym.Variable("target"),
+                         op_type="test_roi_align_mask_loss")
+    executor = loss.simple_bind(mx.cpu(0), grad_req={"data": "write", "rois": "null",
+                                                     "target": "null"},
+                                data=data.shape, rois=rois.shape, target=target.shape)
+    executor.forward(is_train=True, data=data, rois=rois, target=target)
+    executor.backward()
+    output = reference_forward(data, rois, (2, 2), 1.0)[0]
+    np.testing.assert_array_equal(executor.grad_dict["data"].asnumpy(),
+                                  reference_backward(data, rois, output - target, (2, 2), 1.0))
