@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from python_loss import python_loss
 
 from mxpatch_bind.compat import OperatorArgumentError, ROIAlign
 
@@ -383,33 +384,6 @@ def test_rois_of_the_wrong_shape_fail_at_shape_inference_naming_the_shapes(capfd
     assert "rois (R, 5); got (1, 3, 8, 8) and (4, 4)" in printed.out + printed.err
 
 
-class _MaskLoss(mx.operator.CustomOp):
-    """mx-maskrcnn's ``MaskOutput`` in shape: the input passes on; its gradient is
-    ``prediction - target``, with no gradient from above."""
-
-    def forward(self, is_train, req, in_data, out_data, aux):
-        self.assign(out_data[0], req[0], in_data[0])
-
-    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
-        self.assign(in_grad[0], req[0], in_data[0] - in_data[1])
-        self.assign(in_grad[1], req[1], mx.nd.zeros(in_grad[1].shape))
-
-
-@mx.operator.register("test_roi_align_mask_loss")
-class _MaskLossProp(mx.operator.CustomOpProp):
-    def __init__(self):
-        super().__init__(need_top_grad=False)
-
-    def list_arguments(self):
-        return ["prediction", "target"]
-
-    def infer_shape(self, in_shape):
-        return in_shape, [in_shape[0]], []
-
-    def create_operator(self, ctx, shapes, dtypes):
-        return _MaskLoss()
-
-
 def test_the_backward_runs_under_a_python_loss_that_takes_no_gradient_from_above():
     # MXNet keeps one registry-wide set of the backward dependencies a Python operator
     # declared last and applies it to every Python operator's backward: under mx-maskrcnn's
@@ -420,8 +394,7 @@ def test_the_backward_runs_under_a_python_loss_that_takes_no_gradient_from_above
     target = rng.randn(2, 2, 2, 2).astype(np.float32)
     rois = np.array([[0, 0, 0, 5, 5], [0, 1, 2, 4, 5]], np.float32)
     pooled = ROIAlign(mx.sym.Variable("data"), mx.sym.Variable("rois"), (2, 2), 1.0)
-    loss = mx.sym.Custom(prediction=pooled, target=mx.sym.Variable("target"),
-                         op_type="test_roi_align_mask_loss")
+    loss = python_loss(pooled)
     executor = loss.simple_bind(mx.cpu(0), grad_req={"data": "write", "rois": "null",
                                                      "target": "null"},
                                 data=data.shape, rois=rois.shape, target=target.shape)
