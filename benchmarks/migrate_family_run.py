@@ -20,7 +20,9 @@ on SDS; Deep-Feature-Flow's dff_rfcn and rfcn and FGFA's fgfa_rfcn on ImageNet V
 test once more with seq-NMS; AdaScale's R-FCN training and test, its per-scale loss, loss
 analysis, scale-regressor training and test, and adaptive inference; mx-rcnn's end-to-end
 Faster R-CNN and VOC test, at the last revision of its MutableModule; road_obj_detect's
-training and wild test; 3DCE_new's training with its validations and test) runs the
+training and wild test; 3DCE_new's training with its validations and test; mx-maskrcnn's
+alternating training of its FPN Mask R-CNN, its mask test and Cityscapes' instance
+evaluation) runs the
 repository's own script on 2 CPU contexts (4 images of 64x96, one per device and batch, 2
 epochs), and the two trees are compared stage by stage (``family_run/compare.py``): each
 batch's metrics, each evaluation's summary lines, each file written (checkpoints,
@@ -38,7 +40,8 @@ Usage (about 30 to 60 minutes on two shared cores)::
 Python packages the family needs at run time, beside MXNet 1.9.1 and numpy<1.24: Cython,
 easydict, opencv-python-headless<4.9 (newer wheels pull numpy 2, which breaks MXNet),
 scipy<1.12, PyYAML, scikit-image<0.22 (the COCO API's polygons), hickle (FCIS), dill (FGFA),
-matplotlib<3.9 (AdaScale's analysis), nibabel (3DCE_new).
+matplotlib<3.9 (AdaScale's analysis), nibabel (3DCE_new), cityscapesscripts (mx-maskrcnn's
+evaluation, run as ``python -m cityscapesscripts.evaluation.evalInstanceLevelSemanticLabeling``).
 """
 import argparse
 import json

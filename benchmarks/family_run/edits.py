@@ -85,6 +85,12 @@ SETUP_EDITS = [
      "inference.py sets its symbol in code, over the config's: the tiny backbone under the "
      "same head, as the config names it for road_train.py"),
 ] + [
+    ('mx-maskrcnn', 'rcnn/tools/train_maskrcnn.py', 'config.TRAIN.BATCH_ROIS = 256',
+     'config.TRAIN.BATCH_ROIS = 16',
+     "train_maskrcnn sets its ROIs per image in code, over the config's: 16 (4 foreground) "
+     "where it takes 256, per FPN level, through the mask head's four 256-channel "
+     "convolutions"),
+] + [
     ('AdaScale', 'analyze_loss.py', old, new,
      "analyze_loss.py's inputs are constants (its authors' absolute paths, the symbol's name, "
      "the resolutions): pointed at this run's outputs")
@@ -108,6 +114,14 @@ FORK_EDITS = [_RESHAPE[:1] + (_RESHAPE[1] % project,) + _RESHAPE[2:] for project
      "FCIS's own MXNet build registered ChannelOperator in C++; stock MXNet 1.9.1 has none, "
      "so the FORK tree takes compat's too (what the MIGRATED tree gets from migrate --write): "
      "the comparison is of the module"),
+] + [
+    ('mx-maskrcnn', rel, old, "__import__('mxpatch_bind.compat').compat.ROIAlign(",
+     "mx-maskrcnn's own MXNet build registered ROIAlign in C++ (rcnn/CXX_OP, copied into "
+     "MXNet's source by its README); stock MXNet 1.9.1 has none (its contrib.ROIAlign is "
+     "another computation), so the FORK tree takes compat's too (what the MIGRATED tree "
+     "gets from migrate --write): the comparison is of the module")
+    for rel, old in (('rcnn/symbol/symbol_mask_fpn.py', 'mx.symbol.ROIAlign('),
+                     ('rcnn/PY_OP/fpn_roi_pooling.py', 'mx.nd.ROIAlign('))
 ] + [
     (repo, '%s/core/module.py' % project,
      "self._exec_group.grad_arrays,\n                                      self._kvstore)",

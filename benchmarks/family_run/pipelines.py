@@ -24,6 +24,7 @@ REPOS = {
     'mx-rcnn': 'ijkguo+mx-rcnn',
     'road_obj_detect': 'dhzhd1+road_obj_detect',
     '3DCE_new': 'jpulidojr+3DCE_new',
+    'mx-maskrcnn': 'TuSimple+mx-maskrcnn',
 }
 # A repository run at another revision than its mirror's HEAD: mx-rcnn's HEAD is its 2018
 # rewrite (symnet/, stock Module, Python 3); 6f9f4eb is the last revision of the MutableModule
@@ -237,3 +238,51 @@ PIPELINES['3dce'] = dict(
                  # (its arrays print as '[0. 0. ...]'; MXNet's log lines start '[hh:mm:ss]')
                  lines=r'^(Sensitivity @|Iter \d+:|\[(?!\d\d:)|---|precision|recall|'
                        r'f-measure)')])
+
+# TuSimple/mx-maskrcnn at HEAD (c35fb76): its README's training (scripts/train_alternate.sh:
+# train_alternate_mask_fpn.py, the one training script, whose four alternating stages train
+# the RPN, the Mask R-CNN head on its proposals, the RPN again and the head again, and combine
+# them into final-0000) and evaluation (scripts/eval.sh: eval_maskrcnn.py, its tester and
+# Cityscape.evaluate_mask, which writes each detection's mask and a list per image; then
+# cityscapesScripts' evalInstanceLevelSemanticLabeling, which eval.sh runs from a checkout
+# that scripts/download_cityscapescripts.sh fetches: here the pip package, run as a module
+# with Cityscapes' own variables pointing at the data and the predictions). The config is
+# the Python module rcnn/config.py (as mx-rcnn's): SCALES are set on dataset.Cityscape too,
+# which generate_config copies over config's; a network.tiny_fpn entry for generate_config.
+MASKRCNN_PREFIX = 'model/tiny-fpn/cityscape/alternate'
+MASKRCNN_DATA = ['--network', 'tiny_fpn', '--dataset', 'Cityscape']
+PIPELINES['mx_maskrcnn'] = dict(
+    repo='mx-maskrcnn', data='cityscape_instances', config_module='rcnn.config',
+    folders=[MASKRCNN_PREFIX, 'data/rpn_data', 'data/cityscape/results/pred',
+             'data/cityscape/evaluationResults'],
+    config_overrides={'rcnn.config': {
+        'config.SCALES': [[128, 256]], 'dataset.Cityscape.SCALES': [[128, 256]],
+        'config.TRAIN.RPN_PRE_NMS_TOP_N': 300, 'config.TRAIN.RPN_POST_NMS_TOP_N': 64,
+        'config.TEST.RPN_PRE_NMS_TOP_N': 300, 'config.TEST.RPN_POST_NMS_TOP_N': 32,
+        'config.TEST.PROPOSAL_PRE_NMS_TOP_N': 300, 'config.TEST.PROPOSAL_POST_NMS_TOP_N': 64,
+        'config.TRAIN.RPN_BATCH_SIZE': 64,
+        # its own option: the fixed means and stds of the targets; the empirical ones of
+        # a few tiny images leave a zero std (NaN targets, NaN weights) in the last stage
+        'config.TRAIN.BBOX_NORMALIZATION_PRECOMPUTED': True,
+        'network.tiny_fpn': {'pretrained': 'model/tiny', 'pretrained_epoch': 0}}},
+    stages=[
+        dict(name='train', script='train_alternate_mask_fpn.py', cfg=None, trace=True,
+             args=MASKRCNN_DATA + ['--image_set', 'train', '--root_path', 'data',
+                                   '--pretrained', 'model/tiny', '--pretrained_epoch', '0',
+                                   '--prefix', MASKRCNN_PREFIX, '--gpus', '0,1',
+                                   '--rpn_epoch', '1', '--rpn_lr_step', '1',
+                                   '--rcnn_epoch', '1', '--rcnn_lr_step', '1',
+                                   '--no_flip', '--no_shuffle', '--frequent', '1']),
+        # --thresh 0 (its own option; 1e-3 by default, under which the tiny model's test
+        # keeps no box): every box of every class reaches the masks and the evaluation
+        dict(name='test', script='eval_maskrcnn.py', cfg=None,
+             lines=r'^writing results for',
+             args=MASKRCNN_DATA + ['--has_rpn', '--image_set', 'val',
+                                   '--prefix', MASKRCNN_PREFIX + '/final',
+                                   '--result_path', 'data/cityscape/results/pred/',
+                                   '--epoch', '0', '--gpu', '0', '--thresh', '0']),
+        dict(name='eval', module='cityscapesscripts.evaluation.evalInstanceLevelSemanticLabeling',
+             cfg=None, env={'CITYSCAPES_DATASET': 'data/cityscape',
+                            'CITYSCAPES_RESULTS': 'data/cityscape/results/pred'},
+             lines=r'(person|rider|car|truck|bus|train|motorcycle|bicycle|average)\s*:'),
+    ])

@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 
-from . import configs, data_still, data_vid, deeplesion, python_config, symbols
+from . import configs, data_still, data_vid, deeplesion, maskrcnn, python_config, symbols
 from .runs import run, shim_env
 
 DATA = dict(data_still.WRITERS, vid=data_vid.write_vid)
@@ -20,6 +20,8 @@ SKIPPED = ('.log',)  # the family's loggers write the time of day
 
 def setup(tree, spec):
     """SETUP (not defects): the tiny symbol module and its import, data, weights, configs."""
+    if spec['data'] == 'cityscape_instances':
+        return maskrcnn.setup(tree, spec)
     if 'config_module' in spec:
         return python_config.setup(tree, spec, DATA[spec['data']])
     if spec['data'] == 'deeplesion':
@@ -96,12 +98,15 @@ def run_pipeline(args, tree, spec, logs, snapshots):
         trace = os.path.join(logs, label + '_trace.jsonl')
         if os.path.exists(trace):
             os.remove(trace)
-        cmd = [sys.executable, stage['script']]
+        # a stage may run an installed tool as a module (mx-maskrcnn's cityscapesScripts)
+        cmd = [sys.executable] + (['-m', stage['module']] if 'module' in stage
+                                  else [stage['script']])
         if stage.get('cfg', 'main'):
             cmd += ['--cfg', config_paths[stage.get('cfg', 'main')]]
         cmd += stage.get('args', [])
         before = _listing(root, spec)
         env = dict(shim_env(args.work, trace), **python_config.overrides_env(spec))
+        env.update(stage.get('env', {}))
         result = run(cmd, root, os.path.join(logs, label + '.log'), args.timeout, env)
         result['stage'] = stage['name']
         result['written'] = _snapshot(root, before, _listing(root, spec),

@@ -11,7 +11,7 @@ from ._arguments import spell
 
 mx: Any = import_mxnet()
 
-__all__ = ["call", "assign_zero_gradients"]
+__all__ = ["call", "assign_zero_gradients", "every_array"]
 
 _WAIT_AT_EXIT = threading.Lock()
 _waiting_at_exit: list = []
@@ -55,3 +55,15 @@ def assign_zero_gradients(operator: Any, req: list, in_grad: list) -> None:
     for request, gradient in zip(req, in_grad):
         operator.assign(gradient, request, mx.nd.zeros(gradient.shape, gradient.context,
                                                        dtype=gradient.dtype))
+
+
+def every_array(out_grad: list, in_data: list, out_data: list) -> list:
+    """The backward dependencies of a drop-in: every output gradient, input and output.
+
+    Declared even where the backward reads none of them: MXNet 1.9.1 keeps one registry-wide
+    set, the dependencies the last *declared* Python operator gave, and reads every Python
+    operator's backward arrays through it, so an array this operator did not declare (never
+    allocated) fails there with ``unknown storage type: -1`` as soon as a Python operator
+    declared after it (a loss such as mx-maskrcnn's ``MaskOutput``) lists its position.
+    """
+    return list(out_grad) + list(in_data) + list(out_data)

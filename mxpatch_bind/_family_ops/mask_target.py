@@ -14,7 +14,7 @@ import numpy as np
 
 from .._mxnet_env import import_mxnet
 from ._arguments import int_at_least, parse, positive_int
-from ._custom import assign_zero_gradients, call
+from ._custom import assign_zero_gradients, call, every_array
 from .polygons import polygon_mask
 from .proposals import f32, f64
 
@@ -193,7 +193,7 @@ class _MaskRcnnTargetProp(mx.operator.CustomOpProp):
         return [np.float32] * 3, [np.float32] * 2, []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
-        return []
+        return every_array(out_grad, in_data, out_data)
 
     def create_operator(self, ctx, shapes, dtypes):
         return _MaskRcnnTargetOp(self.params)

@@ -16,7 +16,7 @@ import numpy as np
 from .._mxnet_env import import_mxnet
 from . import proposals
 from ._arguments import float_tuple, int_at_least, number, parse, positive_int
-from ._custom import assign_zero_gradients, call
+from ._custom import assign_zero_gradients, call, every_array
 from .crand import PROCESS_RAND
 
 mx: Any = import_mxnet()
@@ -195,7 +195,7 @@ class _MultiProposalProp(mx.operator.CustomOpProp):
         return [np.float32] * 3, [np.float32] * 2, []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
-        return []
+        return every_array(out_grad, in_data, out_data)
 
     def create_operator(self, ctx, shapes, dtypes):
         return _MultiProposalOp(self.params)

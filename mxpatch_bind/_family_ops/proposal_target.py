@@ -16,7 +16,7 @@ import numpy as np
 from .._mxnet_env import import_mxnet
 from . import proposals
 from ._arguments import int_at_least, parse
-from ._custom import assign_zero_gradients, call
+from ._custom import assign_zero_gradients, call, every_array
 from .multi_proposal import RATIOS, SCALES, check_proposal_shapes, proposal_params
 from .proposals import f32, f64
 
@@ -270,7 +270,7 @@ class _MultiProposalTargetProp(mx.operator.CustomOpProp):
         return [np.float32] * 5, [np.float32] * 4, []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
-        return []
+        return every_array(out_grad, in_data, out_data)
 
     def create_operator(self, ctx, shapes, dtypes):
         return _MultiProposalTargetOp(self.params)

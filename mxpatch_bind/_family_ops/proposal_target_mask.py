@@ -15,7 +15,7 @@ import numpy as np
 from .._mxnet_env import import_mxnet
 from . import proposals
 from ._arguments import int_at_least, parse, positive_int
-from ._custom import assign_zero_gradients, call
+from ._custom import assign_zero_gradients, call, every_array
 from .multi_proposal import RATIOS, SCALES, proposal_params
 from .proposal_target import IGNORED_GT, assign_targets, check_target_shapes, cuda_proposals
 from .proposals import f32
@@ -198,7 +198,7 @@ class _MultiProposalTargetMaskProp(mx.operator.CustomOpProp):
         return [np.float32] * 5, [np.float32] * 6, []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
-        return []
+        return every_array(out_grad, in_data, out_data)
 
     def create_operator(self, ctx, shapes, dtypes):
         return _MultiProposalTargetMaskOp(self.params)

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._mxnet_env import import_mxnet
 from ._arguments import float_in, pair, parse
-from ._custom import call
+from ._custom import call, every_array
 
 mx: Any = import_mxnet()
 
@@ -320,7 +320,7 @@ class _ROIAlignProp(mx.operator.CustomOpProp):
         return [np.float32, np.float32], [np.float32], []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
-        return [out_grad[0], in_data[0], in_data[1]]
+        return every_array(out_grad, in_data, out_data)
 
     def create_operator(self, ctx, shapes, dtypes):
         return _ROIAlignOp(self.pooled_size, self.spatial_scale)

@@ -87,7 +87,7 @@ class Meanings:
                 and any(a.name == "*" for a in n.names)]
 
     def _star_names(self, rel, node, seen):
-        target = self.model.resolve(rel, node.module or "", node.level)
+        target = self._star_target(rel, node)
         if target is None:
             return None
         if target.rel is None:  # the standard library or an installed package
@@ -99,6 +99,14 @@ class Meanings:
         if source in seen or source not in self.files:
             return None
         return self._exported(source, seen)
+
+    def _star_target(self, rel, node):
+        # Python 2 looked beside a package's module first (``from sibling import *`` in
+        # mx-maskrcnn's rcnn/symbol/__init__.py), as the port's import fixer reads it too
+        if not node.level and node.module and self.ran_on_python2(rel) \
+                and node.module.split(".")[0] in self.model.local_names(rel):
+            return self.model.sibling(rel, node.module)
+        return self.model.resolve(rel, node.module or "", node.level)
 
     def _exported(self, rel, seen):
         """What ``from <rel> import *`` binds, each name with its meaning where it is an

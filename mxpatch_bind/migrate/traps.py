@@ -26,15 +26,16 @@ before its use. Where that cannot be proven, it is a ``[check]``, never a rewrit
   an integer by its form (or a name that provably holds one).
 
 With them, from their own modules: Python 2's ``/`` (:mod:`division`), Python 2's calls
-(:mod:`py2calls`), a Python 2 file's binary files given to ``csv`` (:mod:`csv_files`) and
-what the installed environment no longer has (:mod:`vanished`).
+(:mod:`py2calls`), a Python 2 file's binary files given to ``csv`` (:mod:`csv_files`), its
+Numeric type names given as a dtype (:mod:`numeric_dtypes`) and what the installed
+environment no longer has (:mod:`vanished`).
 """
 
 from __future__ import annotations
 
 import ast
 
-from . import csv_files, py2calls, vanished
+from . import csv_files, numeric_dtypes, py2calls, vanished
 from .division import HELPERS_MODULE, MARKER, Divisions, has_future_division
 from .found import Found, Meaning, check
 from .names import BUILTINS, Names
@@ -69,7 +70,8 @@ def _analyse(names, source, meaning):
         + _linspace(names, source)
     if meaning.python2:
         found += _encodings(names, source) + _json(names, source) \
-            + py2calls.found(names, source) + csv_files.found(names, source)
+            + py2calls.found(names, source) + csv_files.found(names, source) \
+            + numeric_dtypes.found(names, source)
     return found + vanished.found(names, source, meaning)
 
 

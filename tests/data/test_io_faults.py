@@ -308,6 +308,21 @@ def test_the_worker_that_died_of_itself_is_blamed_not_those_the_pool_terminated(
                           "for batch 4 (samples [])")
 
 
+@pytest.mark.parametrize("lost", [EOFError(), ConnectionRefusedError(111, "refused")])
+def test_a_batch_whose_memory_cannot_be_fetched_names_the_worker_that_died(lost):
+    # Fetching a batch's shared memory from a worker that ended: multiprocessing's recv_handle
+    # raises EOFError when it ends mid-transfer, the connection is refused once it is gone.
+    workers = [types.SimpleNamespace(pid=101, exitcode=None),
+               types.SimpleNamespace(pid=102, exitcode=-signal.SIGKILL)]
+    loader = _loader_that_lost_a_worker(workers)
+    loader._lost_worker = batch_loader.BatchLoader._lost_worker.__get__(loader)
+
+    error = batch_loader.BatchLoader._named(loader, lost)
+
+    assert isinstance(error, WorkerExitedError)
+    assert (error.pid, error.exitcode, error.batch) == (102, -signal.SIGKILL, 4)
+
+
 def planned_sampler(batches, plan_id):
     """A sampler whose plan has ``batches`` (per batch, per device, the samples)."""
     sampler = loading.PlannedSampler(sizes=None)

@@ -9,6 +9,7 @@ import gc
 import logging
 import multiprocessing
 import multiprocessing.pool
+import multiprocessing.util
 import os
 import pickle
 import signal
@@ -118,6 +119,34 @@ def test_a_pool_whose_workers_live_finishes_its_tasks_and_no_worker_is_killed(fo
     assert all(result.ready() and result.successful() for result in results)
     assert {result.get() for result in results} <= {worker.pid for worker in workers}
     assert [worker.exitcode for worker in workers] == [0, 0]  # exited of themselves
+
+def finalize_slowly(path):
+    """In a worker: work it does on its way out (a pool's worker runs multiprocessing's
+    finalizers as it exits), which takes a second and then writes ``path``."""
+    multiprocessing.util.Finalize(None, _write_after, args=(path, 1.0), exitpriority=10)
+    return os.getpid()
+
+
+def _write_after(path, seconds):
+    time.sleep(seconds)
+    with open(path, "w") as stream:
+        stream.write("done")
+
+
+def test_a_worker_still_on_its_way_out_is_not_killed_when_another_has_ended(fork_context,
+                                                                          tmp_path):
+    # Both end with 0 once the tasks are done, one of them a second later: the first to end
+    # is no lost worker, and the other's exit is not cut short by a terminate.
+    pool = multiprocessing.pool.Pool(2, context=fork_context)
+    _pool_shutdown.guard(pool, grace_s=HANG_LIMIT_S)
+    workers = list(pool._pool)
+    marker = tmp_path / "finalized"
+    pool.apply_async(finalize_slowly, (str(marker),)).get(HANG_LIMIT_S)
+
+    in_thread(_pool_shutdown.shut_down, pool, HANG_LIMIT_S)
+
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    assert marker.read_text() == "done"
 
 
 def test_a_pool_that_lost_a_worker_is_terminated_without_waiting_out_its_grace(fork_context):

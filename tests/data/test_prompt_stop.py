@@ -154,8 +154,17 @@ STOPS = {
 def run_child(stop):
     """Run the child that stops as ``stop`` says: its exit status, its stderr, and the seconds
     from the stop until it and its workers ended (they share its pipes)."""
+    status, out, err = run_script(CHILD, stop=STOPS[stop])
+    ended = time.monotonic()  # CLOCK_MONOTONIC: the child's clock too
+    assert out.strip(), err
+    return status, err, ended - float(out.split()[0])
+
+
+def run_script(template, **fields):
+    """Run ``template`` (with this folder and the checkout first on its path) in a child until
+    it and its workers ended (they share its pipes): its exit status, stdout and stderr."""
     here = os.path.dirname(os.path.abspath(__file__))
-    script = CHILD.format(path=[here, os.path.dirname(here)], stop=STOPS[stop])
+    script = template.format(path=[here, os.path.dirname(here)], **fields)
     # A session of its own: its process group is itself and its workers.
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -165,9 +174,7 @@ def run_child(stop):
         os.killpg(child.pid, signal.SIGKILL)
         out, err = child.communicate()
         pytest.fail(f"the child did not end within {HANG_LIMIT_S} s: {err}")
-    ended = time.monotonic()  # CLOCK_MONOTONIC: the child's clock too
-    assert out.strip(), err
-    return child.returncode, err, ended - float(out.split()[0])
+    return child.returncode, out, err
 
 
 @pytest.mark.skipif(WORKERS_UNRELIABLE, reason="MXNet 1.6's DataLoader pools can abort when "
@@ -190,6 +197,31 @@ def test_an_unhandled_ctrl_c_ends_the_busy_workers_within_one_sample_s_read(stop
     assert status == -signal.SIGINT, err  # Python's exit on an unhandled KeyboardInterrupt
     assert err.count("Traceback") == 1 and err.rstrip().endswith("KeyboardInterrupt"), err
     assert took < SAMPLE_S
+
+
+WATCHED_EXIT = """
+import atexit, multiprocessing.util, sys
+sys.path[:0] = {path!r}
+workers = []
+# Registered after multiprocessing's exit hook and before the package's: run after the
+# package's and before multiprocessing's (which would terminate what is left), it sees the
+# workers as the package's hook left them.
+atexit.register(lambda: print(*[worker.exitcode for worker in workers], flush=True))
+import test_prompt_stop as t
+it = t.busy_iter()
+workers.extend(t.workers_of(it))
+sys.exit(0)
+"""
+
+
+@pytest.mark.skipif(WORKERS_UNRELIABLE, reason="MXNet 1.6's DataLoader pools can abort when "
+                                               "remade in a long process")
+def test_at_the_interpreter_s_exit_the_busy_workers_end_by_themselves_not_terminated():
+    # Prompt either way: multiprocessing's own exit hook would terminate them (SIGTERM), which
+    # can hang for good on a worker killed while it sends a batch (test_pool_shutdown.py).
+    status, out, err = run_script(WATCHED_EXIT)
+
+    assert (status, out) == (0, "0 0\n"), err
 
 
 # --------------------------------------------------------------------------- the protocol

@@ -229,3 +229,40 @@ def test_a_file_name_the_output_encoding_cannot_show_is_escaped(tree, buffering,
     if encoding == "ascii":
         expected = expected.replace("r\u00e9seau_", "r\\xe9seau_")
     assert out == expected
+
+
+KEEPS_ITS_FILE = """
+import sys
+log = open(sys.argv[1], "w")  # opened before the command runs, with stdout closed: fd 1
+assert log.fileno() == 1
+from mxpatch_bind._cli_types import console
+with console():
+    print("discarded")
+    log.write("kept\\n")
+    log.flush()
+"""
+
+
+def test_a_file_that_took_the_closed_stdout_s_descriptor_keeps_what_is_written_to_it(tmp_path):
+    path = tmp_path / "log.txt"
+
+    status, _, err = _with_closed(">&-", [sys.executable, "-c", KEEPS_ITS_FILE, str(path)],
+                                  "PYTHONUNBUFFERED unset")
+
+    assert (status, err) == (0, b"")
+    assert path.read_text() == "kept\n"
+
+
+def test_a_usage_error_into_a_stderr_pipe_nobody_reads_exits_with_its_own_status(buffering):
+    # argparse ignores the broken pipe while it writes; what it could not write stays
+    # buffered, and a flush at the interpreter's exit would fail again (status 120).
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        completed = subprocess.run(PYTHON_M + ["mxpatch_bind", "--no-such-option"],
+                                   stdout=subprocess.PIPE, stderr=write_end, env=_env(buffering),
+                                   timeout=300, check=False)
+    finally:
+        os.close(write_end)
+
+    assert (completed.returncode, completed.stdout) == (2, b"")

@@ -94,3 +94,11 @@ def test_the_scan_finds_an_aliased_gpu_twin(tmp_path, capsys):
     root = write_tree(tmp_path, tree)
     lines = run_migrate(capsys, root)[1]
     assert any("[port] calls nms_gpu with a context's device_id" in line for line in lines), lines
+
+
+def test_a_gpu_twin_the_module_also_rebinds_is_left_as_it_is():
+    # the name holds the module's own wrapper then, not the import: its CPU twin is no twin
+    text = ("from nms import gpu_nms_wrapper\n"
+            "gpu_nms_wrapper = profiled(gpu_nms_wrapper)\n"
+            "nms = gpu_nms_wrapper(t, x.context.device_id)\n")
+    assert contexts.choose_by_context(text, {"gpu_nms_wrapper": "cpu_nms_wrapper"}) == text

@@ -189,3 +189,15 @@ def test_the_value_after_a_with_block_is_its_context_expression():
     """)
     attribute = next(n for n in names.nodes if isinstance(n, ast.Attribute))
     assert ast.unparse(names.reaching(attribute.value)) == "open(a)"
+
+
+def test_a_comprehensions_first_iterable_means_what_the_enclosing_scope_binds():
+    # Python evaluates the first iterable outside the comprehension: its target is not bound yet
+    names = parsed("""\
+        from yaml import load
+        docs = [load for load in load(f)]
+        def first(load, rows):
+            return [load for load in load(rows)]
+    """)
+    assert names.qualified(call_named(names, "load", 0).func) == "yaml.load"
+    assert names.qualified(call_named(names, "load", 1).func) is None  # first's parameter

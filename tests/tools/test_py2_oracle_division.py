@@ -203,6 +203,11 @@ PYTHON3_ONLY = {
             return hits / total
         print(recall(7, total=10))
         """,
+    "return annotation": """\
+        def recall(hits, total) -> float:
+            return hits / total
+        print(recall(7, 10))
+        """,
     "nonlocal": """\
         def recall(hits):
             total = 0

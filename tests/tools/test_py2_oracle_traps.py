@@ -76,6 +76,44 @@ def test_a_file_pickled_in_text_mode_round_trips_the_same(tmp_path, functions):
         "print repr(sorted(load('cache.pkl').items()))\n")})
 
 
+# mx-maskrcnn's shape: rcnn/tools/train_maskrcnn.py star-imports its symbol package, whose
+# __init__.py star-imports a sibling by Python 2's implicit relative import; what the star
+# binds (no ``open``) is known only through that sibling.
+STAR_THROUGH_A_SIBLING = {
+    "pkg/__init__.py": "",
+    "pkg/shapes/__init__.py": "from boxes import *\n",
+    "pkg/shapes/boxes.py": """\
+        def area(box):
+            return (box[2] - box[0]) * (box[3] - box[1])
+        """,
+    "pkg/tools/__init__.py": "",
+    "pkg/tools/cache.py": """\
+        import cPickle as pkl
+        from ..shapes import *
+
+
+        def save(obj, path):
+            with open(path, 'w') as f:
+                pkl.dump(obj, f, -1)
+
+
+        def load(path):
+            with open(path, 'r') as f:
+                return pkl.load(f)
+        """,
+    "main.py": """\
+        from pkg.tools.cache import area, load, save
+        save({'boxes': [[1, 2, 4, 6]], 'name': 'img'}, 'cache.pkl')
+        print repr(sorted(load('cache.pkl').items())), area([1, 2, 4, 6])
+        """,
+}
+
+
+def test_a_pickled_file_under_a_star_import_of_a_sibling_through_its_package_round_trips(
+        tmp_path):
+    assert_same_output(tmp_path, STAR_THROUGH_A_SIBLING)
+
+
 # lib/dataset/pascal_voc_eval.py's shape: text files and the pickled annotation cache are
 # all opened under the name f in one function.
 VOC_EVAL = {
@@ -249,3 +287,20 @@ def test_the_readmes_command_loads_a_config_and_a_python_2_cache_the_same(tmp_pa
                    + "cfg = yaml.load(open('config.yaml'))\nprint cfg['TRAIN']['lr']\n"
                    + dedent(SHOW_CACHE)},
         modules=("numpy", "yaml"), via="cli", prepare="write_cache.py")
+
+
+NUMERIC_DTYPES = """\
+    import numpy as np
+    scores = np.array([1.7, -2.2, 0.0, 3.9])
+    labels = scores.astype('Int32')
+    print labels.tolist(), labels.dtype, scores.astype("UInt8").dtype
+    print np.zeros(2, dtype='Float32').dtype, np.dtype('Int64'), np.dtype('Float16')
+    print np.ones(1, dtype='Complex32').dtype, np.ones(1, dtype='Complex64').dtype
+    print scores.astype('Bool').tolist(), np.arange(3, dtype='UInt16').dtype
+    """
+
+
+def test_numerics_type_names_given_as_a_dtype_give_the_same_arrays(tmp_path):
+    # mx-maskrcnn's rcnn/core/metric.py: .astype('Int32'), which NumPy 1.23 refuses
+    outputs = assert_same_output(tmp_path, {"main.py": NUMERIC_DTYPES}, modules=("numpy",))
+    assert "'int32'" in outputs.ported["main.py"]

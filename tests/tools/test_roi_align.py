@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from python_loss import python_loss
 
 from mxpatch_bind.compat import OperatorArgumentError, ROIAlign
 
@@ -381,3 +382,24 @@ def test_rois_of_the_wrong_shape_fail_at_shape_inference_naming_the_shapes(capfd
     # MXNet prints the Python exception of a custom operator's shape inference (on stdout).
     printed = capfd.readouterr()
     assert "rois (R, 5); got (1, 3, 8, 8) and (4, 4)" in printed.out + printed.err
+
+
+def test_the_backward_runs_under_a_python_loss_that_takes_no_gradient_from_above():
+    # MXNet keeps one registry-wide set of the backward dependencies a Python operator
+    # declared last and applies it to every Python operator's backward: under mx-maskrcnn's
+    # MaskOutput (declared after it) an output of ROIAlign's it had not declared was read
+    # as an array of no storage type ("unknown storage type: -1") and training stopped.
+    rng = np.random.RandomState(8)
+    data = rng.randn(1, 2, 6, 6).astype(np.float32)
+    target = rng.randn(2, 2, 2, 2).astype(np.float32)
+    rois = np.array([[0, 0, 0, 5, 5], [0, 1, 2, 4, 5]], np.float32)
+    pooled = ROIAlign(mx.sym.Variable("data"), mx.sym.Variable("rois"), (2, 2), 1.0)
+    loss = python_loss(pooled)
+    executor = loss.simple_bind(mx.cpu(0), grad_req={"data": "write", "rois": "null",
+                                                     "target": "null"},
+                                data=data.shape, rois=rois.shape, target=target.shape)
+    executor.forward(is_train=True, data=data, rois=rois, target=target)
+    executor.backward()
+    output = reference_forward(data, rois, (2, 2), 1.0)[0]
+    np.testing.assert_array_equal(executor.grad_dict["data"].asnumpy(),
+                                  reference_backward(data, rois, output - target, (2, 2), 1.0))

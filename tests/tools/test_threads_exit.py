@@ -294,3 +294,115 @@ def test_stop_threads_at_exit_keeps_no_reference_to_its_owner():
 
 def test_the_examples_in_the_docstrings_run():
     assert doctest.testmod(threads).failed == 0
+
+
+def test_two_owners_of_the_same_form_registered_at_exit_are_both_stopped():
+    # A training script's two prefetchers (train and validation) name their threads alike.
+    train, validation = Fetcher(), Fetcher()
+    for owner in (train, validation):
+        stop_threads_at_exit(owner, "threads", flag="started", wake="data_taken", timeout=60)
+
+    threads._stop_all()  # what the interpreter's exit runs
+
+    assert [owner.started for owner in (train, validation)] == [False, False]
+    assert not any(owner.threads[0].is_alive() for owner in (train, validation))
+
+
+def test_stop_threads_called_from_one_of_the_owner_s_threads_stops_the_others_and_returns():
+    class Pair:
+        def __init__(self):
+            self.started, self.wake, self.result = True, threading.Event(), []
+            self.threads = [threading.Thread(target=self.loop, daemon=True),
+                            threading.Thread(target=self.stop_all, daemon=True)]
+            for thread in self.threads:
+                thread.start()
+
+        def loop(self):
+            while True:
+                self.wake.wait()
+                if not self.started:
+                    return
+                self.wake.clear()
+
+        def stop_all(self):
+            self.result.append(stop_threads(self, "threads", flag="started", wake="wake",
+                                            timeout=60))
+
+    pair = Pair()
+    pair.threads[1].join(120)
+
+    assert pair.result == [True]
+    assert not pair.threads[0].is_alive()
+
+
+class Chained:
+    """The family's loop over ``fetch``, which may take the items of another ``Chained``."""
+
+    def __init__(self, fetch):
+        self.fetch, self.started, self.batch = fetch, True, None
+        self.data_taken, self.data_ready = [threading.Event()], threading.Event()
+        self.data_taken[0].set()
+        self.threads = [threading.Thread(target=self.loop, daemon=True)]
+        self.threads[0].start()
+
+    def loop(self):
+        while True:
+            self.data_taken[0].wait()
+            if not self.started:
+                break
+            self.batch = self.fetch()
+            self.data_taken[0].clear()
+            self.data_ready.set()
+
+    def next(self):
+        self.data_ready.wait()
+        self.data_ready.clear()
+        batch = self.batch
+        self.data_taken[0].set()
+        return batch
+
+
+def test_at_exit_a_prefetcher_over_another_is_stopped_first_so_that_its_fetch_can_finish():
+    inner = Chained(lambda: 1)
+    stop_threads_at_exit(inner, "threads", flag="started", wake="data_taken", timeout=5)
+    in_fetch = threading.Event()
+
+    def three_items():
+        first = inner.next()
+        in_fetch.set()
+        time.sleep(0.3)  # the exit comes here: the fetch still needs two items of `inner`
+        return first + inner.next() + inner.next()
+
+    outer = Chained(three_items)  # made and registered after `inner`: stopped before it
+    stop_threads_at_exit(outer, "threads", flag="started", wake="data_taken", timeout=5)
+    in_fetch.wait(120)
+
+    threads._stop_all()
+
+    assert outer.batch == 3  # its fetch finished, then it left its loop
+    assert not any(owner.threads[0].is_alive() for owner in (inner, outer))
+
+
+def test_an_owner_that_takes_no_weak_reference_is_still_stopped_at_exit():
+    class Slotted:
+        __slots__ = ("started", "data_taken", "threads")  # no __weakref__
+
+        def __init__(self):
+            self.started, self.data_taken = True, [threading.Event()]
+            self.threads = [threading.Thread(target=self.loop, daemon=True)]
+            self.threads[0].start()
+
+        def loop(self):
+            while True:
+                self.data_taken[0].wait()
+                if not self.started:
+                    break
+                self.data_taken[0].clear()
+
+    owner = Slotted()
+    stop_threads_at_exit(owner, "threads", flag="started", wake="data_taken", timeout=60)
+
+    threads._stop_all()
+
+    assert owner.started is False
+    assert not owner.threads[0].is_alive()
