@@ -22,11 +22,14 @@ analysis, scale-regressor training and test, and adaptive inference; mx-rcnn's e
 Faster R-CNN and VOC test, at the last revision of its MutableModule; road_obj_detect's
 training and wild test; 3DCE_new's training with its validations and test; mx-maskrcnn's
 alternating training of its FPN Mask R-CNN, its mask test and Cityscapes' instance
-evaluation) runs the
+evaluation; SNIPER's proposal network, its proposals, its training with negative chip mining
+and its test, in the MIGRATED tree alone: ``MIGRATED_ONLY``) runs the
 repository's own script on 2 CPU contexts (4 images of 64x96, one per device and batch, 2
 epochs), and the two trees are compared stage by stage (``family_run/compare.py``): each
 batch's metrics, each evaluation's summary lines, each file written (checkpoints,
-detections, caches, results).
+detections, caches, results). A ``MIGRATED_ONLY`` repository has no fork that runs on pip
+MXNet (SNIPER's is its own MXNet build): each stage's outputs are read instead
+(``family_run/checks.py``: metrics and arrays finite, what each file holds).
 
 ``--temporary-edits`` also applies ``TEMPORARY_EDITS`` to both trees: known ``migrate``
 defects of issue 36 while their fixes land (a run with them is not the proof; the results
@@ -50,15 +53,15 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.family_run import compare, edits, runs  # noqa: E402
-from benchmarks.family_run.pipelines import PIPELINES  # noqa: E402
+from benchmarks.family_run import checks, compare, edits, runs  # noqa: E402
+from benchmarks.family_run.pipelines import MIGRATED_ONLY, PIPELINES  # noqa: E402
 from benchmarks.family_run.stages import run_pipeline  # noqa: E402
 
 
 def prepare_trees(args, repo):
     """Both trees of ``repo``, migrated (or reused) and edited; what was done to each."""
     out = {}
-    for variant in ('migrated', 'fork'):
+    for variant in ('migrated',) if repo in MIGRATED_ONLY else ('migrated', 'fork'):
         logs = os.path.join(args.work, 'logs', '%s.%s' % (repo, variant))
         os.makedirs(logs, exist_ok=True)
         tree = os.path.join(args.work, '%s.%s' % (repo, variant))
@@ -77,7 +80,28 @@ def prepare_trees(args, repo):
     return out
 
 
+def run_and_check(args, name):
+    """A MIGRATED-only pipeline (``MIGRATED_ONLY``): its stages, and what each wrote."""
+    spec = dict(PIPELINES[name], name=name)
+    logs = os.path.join(args.work, 'logs', '%s.migrated' % spec['repo'])
+    snapshots = os.path.join(args.work, 'snapshots', 'migrated', name)
+    tree = os.path.join(args.work, '%s.migrated' % spec['repo'])
+    out = {'migrated': run_pipeline(args, tree, spec, logs, snapshots), 'checked': {}}
+    for stage in spec['stages']:
+        ran = [r for r in out['migrated'] if r['stage'] == stage['name']]
+        result = checks.check_stage(stage, logs, snapshots, '%s_%s' % (name, stage['name']))
+        result['exit'] = ran[0]['exit'] if ran else 'not run'
+        result['seconds'] = ran[0]['seconds'] if ran else None
+        out['checked'][stage['name']] = result
+        print('%s %s exit=%s: %d files, all finite: %s' % (
+            name, stage['name'], result['exit'], len(result['files']), result['all_finite']),
+            flush=True)
+    return out
+
+
 def run_and_compare(args, name):
+    if PIPELINES[name]['repo'] in MIGRATED_ONLY:
+        return run_and_check(args, name)
     spec = dict(PIPELINES[name], name=name)
     folders = {v: (os.path.join(args.work, 'logs', '%s.%s' % (spec['repo'], v)),
                    os.path.join(args.work, 'snapshots', v, name)) for v in ('migrated', 'fork')}
@@ -110,7 +134,12 @@ def summary(results):
     """One line per stage: exit statuses, seconds, what was compared, and the verdict."""
     lines = []
     for name, pipeline in results['pipelines'].items():
-        for stage, result in pipeline['compare'].items():
+        for stage, result in pipeline.get('checked', {}).items():
+            lines.append('%-18s %-15s exit %-15s (MIGRATED only) s %-6s files %-3d batches %-5s '
+                         'all finite %s' % (name, stage, result['exit'], result['seconds'],
+                                            len(result['files']), result.get('batches', '-'),
+                                            result['all_finite']))
+        for stage, result in pipeline.get('compare', {}).items():
             seconds = {v: [r['seconds'] for r in pipeline[v] if r['stage'] == stage]
                        for v in ('migrated', 'fork')}
             compared = len(result['files'])

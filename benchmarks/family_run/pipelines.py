@@ -25,7 +25,12 @@ REPOS = {
     'road_obj_detect': 'dhzhd1+road_obj_detect',
     '3DCE_new': 'jpulidojr+3DCE_new',
     'mx-maskrcnn': 'TuSimple+mx-maskrcnn',
+    'SNIPER': 'mahyarnajibi+SNIPER',
 }
+# Repositories run in their MIGRATED tree alone: SNIPER's fork is its own MXNet build
+# (its submodule SNIPER-mxnet), which pip's MXNet cannot stand in for; its outputs are
+# checked instead (finite, not all zeros: sniper.check_outputs).
+MIGRATED_ONLY = {'SNIPER'}
 # A repository run at another revision than its mirror's HEAD: mx-rcnn's HEAD is its 2018
 # rewrite (symnet/, stock Module, Python 3); 6f9f4eb is the last revision of the MutableModule
 # form (rcnn/core/module.py, deleted by 024f59e), the one migrate rewrites to compat.
@@ -285,4 +290,33 @@ PIPELINES['mx_maskrcnn'] = dict(
              cfg=None, env={'CITYSCAPES_DATASET': 'data/cityscape',
                             'CITYSCAPES_RESULTS': 'data/cityscape/results/pred'},
              lines=r'(person|rider|car|truck|bus|train|motorcycle|bicycle|average)\s*:'),
+    ])
+
+# mahyarnajibi/SNIPER at HEAD (66d7d5b): its README's training with negative chip mining,
+# scripts/train_neg_props_and_sniper.sh's three commands, then its README's test. A proposal
+# network trained 2 epochs (main_train.py, TRAIN.ONLY_PROPOSAL: its RPN alone, chips without
+# negative mining); its proposals on the training set (main_test.py, TEST.EXTRACT_PROPOSALS);
+# SNIPER trained on chips with negative chips from them (main_train.py: its chip generator,
+# MultiProposalTarget, deformable PS-ROI pooling, 2 epochs); its detection test on
+# minival2014 (main_test.py: MultiProposal, chips_inference, NMS, COCO's evaluation). The
+# config: its sniper_res101_e2e.yml, shrunk (sniper.py); the script's own --set options.
+SNIPER_CFG = 'configs/faster/tiny_sniper.yml'
+SNIPER_PROPS = ['TEST.PROPOSAL_SAVE_PATH', 'data/computed_proposals',
+                'output_path', 'output/sniper_neg_proposals']
+PIPELINES['sniper'] = dict(
+    repo='SNIPER', data='sniper_coco',
+    folders=['output/sniper', 'output/sniper_neg_proposals', 'data/computed_proposals'],
+    stages=[
+        dict(name='train_props', script='main_train.py', cfg='main', trace=True,
+             args=['--display', '1', '--set', 'TRAIN.USE_NEG_CHIPS', 'False',
+                   'TRAIN.ONLY_PROPOSAL', 'True', 'TRAIN.end_epoch', '2',
+                   'output_path', 'output/sniper_neg_proposals']),
+        dict(name='extract_props', script='main_test.py', cfg='main',
+             args=['--set', 'TEST.EXTRACT_PROPOSALS', 'True', 'TEST.TEST_EPOCH', '2',
+                   'dataset.test_image_set', 'train2014'] + SNIPER_PROPS),
+        dict(name='train', script='main_train.py', cfg='main', trace=True,
+             args=['--display', '1', '--set', 'proposal_path', 'data/computed_proposals']),
+        # its COCO evaluation prints the mean AP and each class's (ours: block, slab)
+        dict(name='test', script='main_test.py', cfg='main',
+             lines=r'^(all|block|slab)\s+\d|^ Average'),
     ])

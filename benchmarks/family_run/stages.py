@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 
-from . import configs, data_still, data_vid, deeplesion, maskrcnn, python_config, symbols
+from . import configs, data_still, data_vid, deeplesion, maskrcnn, python_config, sniper, symbols
 from .runs import run, shim_env
 
 DATA = dict(data_still.WRITERS, vid=data_vid.write_vid)
@@ -22,6 +22,8 @@ def setup(tree, spec):
     """SETUP (not defects): the tiny symbol module and its import, data, weights, configs."""
     if spec['data'] == 'cityscape_instances':
         return maskrcnn.setup(tree, spec)
+    if spec['data'] == 'sniper_coco':
+        return sniper.setup(tree, spec)
     if 'config_module' in spec:
         return python_config.setup(tree, spec, DATA[spec['data']])
     if spec['data'] == 'deeplesion':

@@ -199,14 +199,18 @@ class Built:
     detail: str = ""
 
 
+# A .pyx built beside C++ sources (SNIPER's chips.pyx with cchips.cpp, its setup.py's
+# language='c++') is Cython's C++ output: as C, libcpp's headers do not compile.
 _BUILD_CPU = """\
 import sys
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 name, sources = sys.argv[1], sys.argv[2:]
+language = "c++" if any(s.endswith((".cpp", ".cc", ".cxx")) for s in sources) else None
 setup(name=name, script_args=["build_ext", "--inplace", "--quiet"],
-      ext_modules=cythonize([Extension(name, sources, include_dirs=[numpy.get_include(), "."])],
+      ext_modules=cythonize([Extension(name, sources, include_dirs=[numpy.get_include(), "."],
+                                       language=language)],
                             compiler_directives={"language_level": 2}, quiet=True))
 """
 

@@ -93,6 +93,10 @@ class ImportModel:
         known; ``under`` None where it may be anywhere in the tree)."""
         found = []
         for line, added, first, prefix in path_additions(tree, self.root / rel):
+            if added is not None and not os.path.isabs(added):
+                # relative to the working folder: the adding file's own, where the scripts
+                # that import it run (SNIPER's init.py: 'lib', beside main_train.py)
+                added = str((self.root / rel).parent / added)
             folder = self._in_tree(added)
             if added is None:
                 under = self._in_tree(prefix) if prefix else None

@@ -6,8 +6,9 @@ through every import form, and the ``open(...)`` a file handle comes from by the
 before its use. Where that cannot be proven, it is a ``[check]``, never a rewrite.
 
 - ``yaml.load(f)`` / ``yaml.load_all(f)``: PyYAML 6 requires a Loader; it gets
-  ``Loader=yaml.SafeLoader`` (the family's configs are plain data; a Python tag now fails
-  loudly instead of running code).
+  ``Loader=yaml.FullLoader``, what a call without one used from PyYAML 5.1 to 5.4: it reads
+  the tuples SNIPER's configs tag ``!!python/tuple`` (SafeLoader refuses them), and no tag
+  that runs code (``!!python/object/apply`` fails loudly).
 - A file that ``pickle.load`` / ``pickle.dump`` is given, opened in text mode: pickles are
   bytes on Python 3; that ``open`` gets ``'b'`` (``'rb'`` where it gave no mode), when every
   use of its handle is pickle's. A mode ``'U'`` is dropped (Python 3.11 refuses it; universal
@@ -125,7 +126,7 @@ def _yaml(names, source):
             continue
         if names.qualified(call.func) is None:
             out.append(check(call.lineno, "yaml.load", "may be yaml.load without a Loader (the "
-                             "name may also be something else): pass Loader=yaml.SafeLoader "
+                             "name may also be something else): pass Loader=yaml.FullLoader "
                              "where it is"))
         elif len(call.args) < 2 and not any(k.arg in ("Loader", None) for k in call.keywords):
             out.append(_loader(names, source, call))
@@ -136,9 +137,9 @@ def _loader(names, source, call):
     reference = names.module_reference("yaml")
     if reference is None:
         return check(call.lineno, "yaml.load", "yaml.load without a Loader, and the name 'yaml' "
-                     "is taken here: pass Loader=<yaml>.SafeLoader")
+                     "is taken here: pass Loader=<yaml>.FullLoader")
     return Found(call.lineno, "yaml.load without a Loader (PyYAML 6 requires one)",
-                 edits=source.keyword(call, f"Loader={reference}.SafeLoader"),
+                 edits=source.keyword(call, f"Loader={reference}.FullLoader"),
                  imports=_import_if_needed(names, reference, "yaml"))
 
 

@@ -205,6 +205,44 @@ def test_the_build_command_builds_the_ported_extension_and_it_runs(tmp_path, cap
     assert ran.stdout == "3 2\n([1, 2, 0], [0, 0, 0], 1)\n", ran.stderr
 
 
+# SNIPER's lib/chips in miniature: a .pyx that cimports libcpp over a C++ source
+CPP_PYX = """\
+from libcpp.vector cimport vector
+
+cdef extern from 'twice.h' namespace 'demo':
+    vector[int] twice(vector[int]& values)
+
+def doubled(values):
+    return twice(values)
+"""
+CPP_HEADER = "#include <vector>\nnamespace demo { std::vector<int> twice(std::vector<int>& v); }\n"
+CPP_SOURCE = textwrap.dedent("""\
+    #include "twice.h"
+    namespace demo {
+    std::vector<int> twice(std::vector<int>& v) {
+        std::vector<int> out;
+        for (int x : v) out.push_back(2 * x);
+        return out;
+    }
+    }
+    """)
+
+
+@pytest.mark.slow  # compiles a C++ extension (about 10 s)
+@needs_c_compiler
+def test_a_pyx_built_with_cpp_sources_is_compiled_as_cpp_and_runs(tmp_path):
+    pytest.importorskip("Cython")
+    root = write_tree(tmp_path, {
+        "lib/chips/setup.py": "Extension('chips', ['chips.pyx', 'twice.cpp'], language='c++')\n",
+        "lib/chips/chips.pyx": CPP_PYX, "lib/chips/twice.h": CPP_HEADER,
+        "lib/chips/twice.cpp": CPP_SOURCE})
+    found = migrate.build_extensions(root, cuda=False)
+    assert [(f.path, f.action) for f in found] == [("lib/chips/setup.py", "ok")], found
+    ran = subprocess.run([sys.executable, "-c", "import chips; print(chips.doubled([1, 5]))"],
+                         cwd=root / "lib/chips", capture_output=True, text=True, timeout=60)
+    assert ran.stdout == "[2, 10]\n", ran.stderr
+
+
 @pytest.mark.slow  # runs the compiler on a broken source
 def test_a_failed_build_is_a_check_with_the_compilers_words(tmp_path, capsys):
     pytest.importorskip("Cython")

@@ -120,13 +120,13 @@ def test_a_python_3_code_base_gets_no_latin1_encoding():
 # --------------------------------------------------------------------------- spellings
 @pytest.mark.parametrize("source, expected", [
     ("import yaml\ncfg = yaml.load(stream=f)\n",
-     "import yaml\ncfg = yaml.load(stream=f, Loader=yaml.SafeLoader)\n"),
+     "import yaml\ncfg = yaml.load(stream=f, Loader=yaml.FullLoader)\n"),
     ("import yaml as y\ncfg = y.load(f)\n",
-     "import yaml as y\ncfg = y.load(f, Loader=y.SafeLoader)\n"),
+     "import yaml as y\ncfg = y.load(f, Loader=y.FullLoader)\n"),
     ("from yaml import load\ncfg = load(f)\n",
-     "import yaml\nfrom yaml import load\ncfg = load(f, Loader=yaml.SafeLoader)\n"),
+     "import yaml\nfrom yaml import load\ncfg = load(f, Loader=yaml.FullLoader)\n"),
     ("import yaml\ncfgs = list(yaml.load_all(f))\n",
-     "import yaml\ncfgs = list(yaml.load_all(f, Loader=yaml.SafeLoader))\n"),
+     "import yaml\ncfgs = list(yaml.load_all(f, Loader=yaml.FullLoader))\n"),
     ("import yaml\ncfg = yaml.load(f, yaml.FullLoader)\n",
      "import yaml\ncfg = yaml.load(f, yaml.FullLoader)\n"),
 ])
@@ -307,7 +307,7 @@ def test_an_in_place_operator_on_what_is_not_proven_a_symbol_stays():
 def test_an_edit_after_non_ascii_text_on_its_line_lands_on_its_call():
     source = "import yaml\ncfg = {'é': yaml.load(f)}  # ü\n"
     assert fixed(source, PY3) == \
-        "import yaml\ncfg = {'é': yaml.load(f, Loader=yaml.SafeLoader)}  # ü\n"
+        "import yaml\ncfg = {'é': yaml.load(f, Loader=yaml.FullLoader)}  # ü\n"
 
 
 def test_an_added_import_goes_below_the_future_imports():

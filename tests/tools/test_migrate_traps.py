@@ -308,7 +308,7 @@ def test_yaml_load_gets_a_loader_and_the_ported_config_loads(tmp_path, capsys):
                 update_config('exp.yaml')
             """})
     run_migrate(capsys, root, "--to-python3")
-    assert "yaml.load(f, Loader=yaml.SafeLoader)" in (root / "config.py").read_text()
+    assert "yaml.load(f, Loader=yaml.FullLoader)" in (root / "config.py").read_text()
     ran = subprocess.run([sys.executable, "config.py"], cwd=root, capture_output=True,
                          text=True, timeout=60)
     assert (ran.returncode, ran.stdout) == (0, "tiny [600, 1000]\n"), ran.stderr
@@ -322,7 +322,7 @@ def test_a_python_3_file_with_only_a_yaml_trap_is_fixed_by_the_port(tmp_path, ca
     assert status == 1
     run_migrate(capsys, root, "--to-python3")
     assert (root / "config.py").read_text() == ("import yaml as y\n"
-                                                "cfg = y.load(open('a'), Loader=y.SafeLoader)\n")
+                                                "cfg = y.load(open('a'), Loader=y.FullLoader)\n")
     assert run_migrate(capsys, root)[0] == 0
 
 

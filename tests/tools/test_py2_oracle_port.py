@@ -147,6 +147,35 @@ def test_implicit_relative_imports_find_the_package_sibling_as_python_2_did(tmp_
     assert_same_output(tmp_path, PACKAGE_TREE)
 
 
+# SNIPER's layout: init.py, imported by the scripts at the root, puts 'lib' (relative to the
+# working folder) first on sys.path; lib/ is also a package, yet its modules run top-level
+# (``import inference``), where Python 2 found ``bbox`` absolutely, from lib/.
+LIB_ON_PATH_TREE = {
+    "init.py": "import sys\nsys.path.insert(0, 'lib')\n",
+    "main.py": """\
+        import init
+        from inference import run
+        print run()
+        """,
+    "lib/__init__.py": "",
+    "lib/inference.py": """\
+        from bbox.transform import scale
+
+
+        def run():
+            return scale(3)
+        """,
+    "lib/bbox/__init__.py": "",
+    "lib/bbox/transform.py": "def scale(x):\n    return 2 * x\n",
+}
+
+
+def test_a_package_folder_a_script_puts_on_sys_path_by_a_relative_name_keeps_absolute_imports(
+        tmp_path):
+    outputs = assert_same_output(tmp_path, LIB_ON_PATH_TREE)
+    assert "from bbox.transform import scale" in outputs.ported["lib/inference.py"]
+
+
 @pytest.mark.slow  # the README's command in a process of its own (about 2 s)
 def test_the_readmes_command_ports_a_package_tree_that_prints_the_same(tmp_path):
     outputs = assert_same_output(tmp_path, PACKAGE_TREE, via="cli")

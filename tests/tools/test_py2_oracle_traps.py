@@ -41,6 +41,26 @@ def test_a_config_loaded_without_a_loader_gives_the_same_values(tmp_path, import
         """}, modules=("yaml",))
 
 
+
+# SNIPER's configs: its scales and valid ranges are tuples, tagged !!python/tuple
+TUPLE_CONFIG = """\
+    TRAIN:
+      SCALES:
+      - !!python/tuple [1400, 2000]
+      - !!python/tuple [-1, 512]
+      VALID_RANGES:
+      - !!python/tuple [-1, 80]
+    """
+
+
+def test_a_config_of_python_tuples_loaded_without_a_loader_gives_the_same_tuples(tmp_path):
+    assert_same_output(tmp_path, {"config.yaml": TUPLE_CONFIG, "main.py": """\
+        import yaml
+        with open('config.yaml') as f:
+            cfg = yaml.load(f)
+        print repr(cfg['TRAIN']['SCALES']), repr(cfg['TRAIN']['VALID_RANGES'])
+        """}, modules=("yaml",))
+
 PICKLED_IN_TEXT_MODE = {
     "with": """\
         def save(obj, path):
