@@ -286,8 +286,12 @@ def test_a_shrinking_reshape_is_the_view_of_the_first_elements_where_the_old_lin
         tmp_path, capsys):
     old, new = old_and_new(tmp_path, capsys, "_get_or_reshape")
     buffer = {"gt_boxes": nd.array(np.arange(500).reshape(1, 100, 5))}
-    with pytest.raises(Exception, match="size 500"):
-        old("gt_boxes", dict(buffer), (1, 2, 5), np.float32, mx.cpu(), None)
+    try:
+        before = old("gt_boxes", dict(buffer), (1, 2, 5), np.float32, mx.cpu(), None)
+    except Exception as error:  # MXNet 1.9.1 refuses a reshape that changes the size
+        assert "size 500" in str(error)
+    else:  # an older MXNet (1.6.0) gave the view of the first elements: the port's line too
+        assert np.array_equal(before.asnumpy(), np.arange(10).reshape(1, 2, 5))
     view = new("gt_boxes", buffer, (1, 2, 5), np.float32, mx.cpu(), None)
     assert view.shape == (1, 2, 5)
     assert np.array_equal(view.asnumpy(), np.arange(10).reshape(1, 2, 5))
