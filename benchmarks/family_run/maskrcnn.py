@@ -18,6 +18,8 @@ repository's own lists name them. Written by us; nothing is copied from Cityscap
 """
 import os
 
+from . import python_config
+
 H, W = 128, 256
 # (label id, colour): person, car, bus, as Cityscapes numbers them
 CLASSES = [(24, (220, 20, 60)), (26, (0, 0, 142)), (28, (0, 60, 100))]
@@ -142,22 +144,6 @@ def _forget_ground_truth_cache():
 def setup(tree, spec):
     """The tiny symbol module and its import, the data, the 'pretrained' weights; no config
     file (the shrink travels in ``spec['config_overrides']``)."""
-    folder = os.path.join(tree, 'rcnn', 'symbol')
-    with open(os.path.join(folder, 'symbol_tiny.py'), 'w') as f:
-        f.write(TINY_SYMBOL)
-    init = os.path.join(folder, '__init__.py')
-    with open(init) as f:
-        text = f.read()
-    line = 'from .symbol_tiny import *\n'
-    if line not in text:
-        with open(init, 'a') as f:
-            f.write(('' if text.endswith('\n') or not text else '\n') + line)
-    for rel in spec.get('folders', []):
-        os.makedirs(os.path.join(tree, rel), exist_ok=True)
-    marker = os.path.join(tree, 'data', '.proof_' + spec['data'])
-    if not os.path.exists(marker):
-        write_cityscape_instances(tree)
-        open(marker, 'w').close()
-    _write_pretrained(os.path.join(tree, 'model', 'tiny-0000.params'))
+    python_config.install(tree, spec, TINY_SYMBOL, write_cityscape_instances, _write_pretrained)
     _forget_ground_truth_cache()
     return {}

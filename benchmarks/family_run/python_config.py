@@ -64,9 +64,16 @@ def _write_pretrained(path):
 def setup(tree, spec, write_data):
     """The tiny symbol module, its import, the data and the 'pretrained' weights; no config
     file (the shrink travels in ``spec['config_overrides']``)."""
+    return install(tree, spec, TINY_SYMBOL, write_data, _write_pretrained)
+
+
+def install(tree, spec, tiny_symbol, write_data, write_pretrained):
+    """Write ``tiny_symbol`` as ``rcnn/symbol/symbol_tiny.py`` (star-imported by the package),
+    the pipeline's folders, the data once per tree and the weights: the set-up of the
+    repositories whose config is ``rcnn/config.py`` (mx-rcnn, mx-maskrcnn)."""
     folder = os.path.join(tree, 'rcnn', 'symbol')
     with open(os.path.join(folder, 'symbol_tiny.py'), 'w') as f:
-        f.write(TINY_SYMBOL)
+        f.write(tiny_symbol)
     init = os.path.join(folder, '__init__.py')
     with open(init) as f:
         text = f.read()
@@ -74,13 +81,13 @@ def setup(tree, spec, write_data):
     if line not in text:
         with open(init, 'a') as f:
             f.write(('' if text.endswith('\n') or not text else '\n') + line)
-    for folder in spec.get('folders', []):
-        os.makedirs(os.path.join(tree, folder), exist_ok=True)
+    for rel in spec.get('folders', []):
+        os.makedirs(os.path.join(tree, rel), exist_ok=True)
     marker = os.path.join(tree, 'data', '.proof_' + spec['data'])
     if not os.path.exists(marker):
         write_data(tree)
         open(marker, 'w').close()
-    _write_pretrained(os.path.join(tree, 'model', 'tiny-0000.params'))
+    write_pretrained(os.path.join(tree, 'model', 'tiny-0000.params'))
     return {}
 
 
