@@ -406,3 +406,148 @@ def test_an_owner_that_takes_no_weak_reference_is_still_stopped_at_exit():
 
     assert owner.started is False
     assert not owner.threads[0].is_alive()
+
+
+class Pairs:
+    """Two threads, each waiting on its own event, and a second set under another name."""
+
+    def __init__(self):
+        self.started, self.data_taken = True, [threading.Event(), threading.Event()]
+        self.threads = [threading.Thread(target=self.loop, args=(event,), daemon=True)
+                        for event in self.data_taken]
+        self.others = [threading.Thread(target=self.loop, args=(event,), daemon=True)
+                       for event in self.data_taken]
+        for thread in self.threads + self.others:
+            thread.start()
+
+    def loop(self, event):
+        while True:
+            event.wait()
+            if not self.started:
+                return
+            event.clear()
+
+
+def test_every_event_of_the_owner_is_set_so_that_each_thread_wakes():
+    owner = Pairs()
+    assert stop_threads(owner, "threads", flag="started", wake="data_taken", timeout=60)
+    assert not any(thread.is_alive() for thread in owner.threads)
+    for thread in owner.others:  # not waited for, woken by the same events: they end too
+        thread.join(60)
+
+
+def test_an_owner_without_threads_or_events_only_gets_its_flag_set():
+    class Empty:
+        started, threads, wake = True, None, None
+
+    empty = Empty()
+    assert stop_threads(empty, "threads", flag="started", wake="wake") is True
+    assert empty.started is False
+
+
+def test_registering_the_same_owner_and_threads_again_replaces_the_earlier_call():
+    owner = Fetcher()
+    stop_threads_at_exit(owner, "threads", flag="started", wake="data_taken", stop_value=0)
+    stop_threads_at_exit(owner, "threads", flag="started", wake="data_taken", stop_value=None)
+
+    threads._stop_all()
+
+    # Both calls run newest first would leave the older one's 0.
+    assert owner.started is None
+    assert not owner.threads[0].is_alive()
+
+
+def test_the_same_owner_registered_for_two_sets_of_threads_has_both_stopped():
+    owner = Pairs()
+    stop_threads_at_exit(owner, "threads", flag="started", wake="data_taken", timeout=60)
+    stop_threads_at_exit(owner, "others", flag="started", wake="data_taken", timeout=60)
+    assert sum(reference() is owner for reference, _ in threads._owners.values()) == 2
+
+    threads._stop_all()
+
+    assert not any(thread.is_alive() for thread in owner.threads + owner.others)
+
+
+def test_an_owner_whose_stop_fails_at_exit_is_logged_and_the_others_are_still_stopped(caplog):
+    class Broken:
+        @property
+        def threads(self):
+            raise RuntimeError("no threads here")
+
+    healthy, broken = Fetcher(), Broken()
+    stop_threads_at_exit(healthy, "threads", flag="started", wake="data_taken", timeout=60)
+    stop_threads_at_exit(broken, "threads", flag="started", wake="data_taken")  # runs first
+
+    threads._stop_all()
+
+    assert not healthy.threads[0].is_alive()
+    failures = [record for record in caplog.records if record.exc_info]
+    assert [record.getMessage() for record in failures] == [
+        "mxpatch_bind: stopping the threads of Broken at exit failed"]
+    assert "no threads here" in str(failures[0].exc_info[1])
+
+
+def test_the_timeout_and_stop_value_given_at_registration_are_the_ones_used_at_exit(caplog):
+    class Stuck:
+        def __init__(self):
+            self.started, self.wake, self.never = True, threading.Event(), threading.Event()
+            self.thread = threading.Thread(target=self.run, daemon=True, name="stuck-fetch")
+            self.thread.start()
+
+        def run(self):
+            self.wake.wait()
+            self.never.wait()  # a fetch that does not return until the test releases it
+
+    stuck = Stuck()
+    try:
+        stop_threads_at_exit(stuck, "thread", flag="started", wake="wake", stop_value="off",
+                             timeout=0.2)
+        threads._stop_all()
+        assert stuck.started == "off"
+        assert ("1 thread(s) of Stuck (stuck-fetch) still running 0.2 s after "
+                "Stuck.started = 'off'") in caplog.text
+    finally:
+        stuck.never.set()
+
+
+def test_an_owner_that_died_leaves_the_registry():
+    owners = [Fetcher() for _ in range(3)]
+    for owner in owners:
+        stop_threads(owner, "threads", flag="started", wake="data_taken")
+        stop_threads_at_exit(owner, "threads", flag="started", wake="data_taken")
+    keys = {key for key, (reference, _) in threads._owners.items() if reference() in owners}
+    assert len(keys) == 3
+    del owner, owners
+    assert keys.isdisjoint(threads._owners)
+
+
+def test_each_registration_moves_the_exit_hook_after_every_hook_registered_before_it(tmp_path):
+    # The exit hooks run newest first: one registered between two registrations must find the
+    # second owner's threads already stopped.
+    script = tmp_path / "order.py"
+    script.write_text(textwrap.dedent('''\
+        import atexit, threading
+        from mxpatch_bind.threads import stop_threads_at_exit
+
+        class Loop:
+            def __init__(self):
+                self.started, self.wake = True, threading.Event()
+                self.thread = threading.Thread(target=self.run, daemon=True)
+                self.thread.start()
+
+            def run(self):
+                while True:
+                    self.wake.wait()
+                    if not self.started:
+                        return
+                    self.wake.clear()
+
+        first = Loop()
+        stop_threads_at_exit(first, 'thread', flag='started', wake='wake')
+        atexit.register(lambda: print("second stopped:", not second.thread.is_alive()))
+        second = Loop()
+        stop_threads_at_exit(second, 'thread', flag='started', wake='wake')
+    '''))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=120)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "second stopped: True\n", "")
