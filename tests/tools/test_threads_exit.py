@@ -11,6 +11,7 @@ process hangs, every time. Stopped at exit, it exits.
 """
 
 import doctest
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -551,3 +552,54 @@ def test_each_registration_moves_the_exit_hook_after_every_hook_registered_befor
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                             timeout=120)
     assert (result.returncode, result.stdout, result.stderr) == (0, "second stopped: True\n", "")
+
+
+def test_an_owner_without_the_named_attributes_has_only_its_flag_set():
+    class Unstarted:  # stopped before its threads and events were ever made
+        started = True
+
+    unstarted = Unstarted()
+    assert stop_threads(unstarted, "threads", flag="started", wake="data_taken") is True
+    assert unstarted.started is False
+
+
+def test_a_process_event_as_the_wake_up_is_set_as_a_single_event():
+    class ProcessWoken:
+        def __init__(self):
+            self.started, self.wake = True, multiprocessing.Event()  # not a threading.Event
+            self.thread = threading.Thread(target=self.run, daemon=True)
+            self.thread.start()
+
+        def run(self):
+            while True:
+                self.wake.wait()
+                if not self.started:
+                    return
+                self.wake.clear()
+
+    owner = ProcessWoken()
+    assert stop_threads(owner, "thread", flag="started", wake="wake", timeout=60)
+    assert not owner.thread.is_alive()
+
+
+def test_an_owner_that_dies_leaves_the_registry_only_under_its_lock():
+    owner = Fetcher()
+    stop_threads(owner, "threads", flag="started", wake="data_taken")
+    stop_threads_at_exit(owner, "threads", flag="started", wake="data_taken")
+    key = next(key for key, (reference, _) in threads._owners.items() if reference() is owner)
+    held, seen = threading.Event(), []
+
+    def hold_the_lock():
+        with threads._lock:
+            held.set()
+            time.sleep(0.5)  # the owner dies meanwhile, on the main thread
+            seen.append(key in threads._owners)
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    held.wait(60)
+    del owner  # its weak reference's callback waits for the lock
+    holder.join(60)
+
+    assert seen == [True]
+    assert key not in threads._owners
