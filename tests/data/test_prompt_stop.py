@@ -102,6 +102,8 @@ def test_ctrl_c_while_waiting_for_a_batch_is_raised_within_one_sample_s_read():
     workers = workers_of(it)
     # Ctrl-C as the interpreter gets it, while next() waits for batch 1 (SAMPLE_S a read away).
     timer = threading.Timer(0.2, _thread.interrupt_main)
+    # interrupt_main() does nothing where SIGINT arrived ignored (a run under `nohup ... &`).
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     start = time.monotonic()
     timer.start()
@@ -110,6 +112,7 @@ def test_ctrl_c_while_waiting_for_a_batch_is_raised_within_one_sample_s_read():
             it.next()
     finally:
         timer.cancel()  # never an interrupt past this test
+        signal.signal(signal.SIGINT, inherited)
     took = time.monotonic() - start
 
     assert took < SAMPLE_S
@@ -160,6 +163,12 @@ def run_child(stop):
     return status, err, ended - float(out.split()[0])
 
 
+def sigint_as_default():
+    """In the child: SIGINT at its default, so that Python raises KeyboardInterrupt on it
+    whatever the test run inherited (a run under ``nohup ... &`` gets it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_script(template, **fields):
     """Run ``template`` (with this folder and the checkout first on its path) in a child until
     it and its workers ended (they share its pipes): its exit status, stdout and stderr."""
@@ -167,7 +176,8 @@ def run_script(template, **fields):
     script = template.format(path=[here, os.path.dirname(here)], **fields)
     # A session of its own: its process group is itself and its workers.
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+                             stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             preexec_fn=sigint_as_default)
     try:
         out, err = child.communicate(timeout=HANG_LIMIT_S)
     except subprocess.TimeoutExpired:
