@@ -192,6 +192,7 @@ def given(value):
 def _split(data_batch, form):
     """Per-device data, labels, provide_data and provide_label (lists; None where absent)."""
     if form == shapes.BATCH_LIST:
+        _check_batch_entries(data_batch)
         data = [getattr(batch, "data", None) for batch in data_batch]
         label = [getattr(batch, "label", None) for batch in data_batch]
         provide_data = [getattr(batch, "provide_data", None) for batch in data_batch]
@@ -199,6 +200,15 @@ def _split(data_batch, form):
         return data, label, provide_data, provide_label
     return (data_batch.data, getattr(data_batch, "label", None),
             getattr(data_batch, "provide_data", None), getattr(data_batch, "provide_label", None))
+
+
+def _check_batch_entries(batch_list):
+    """Each entry of a list of batches is a batch (has ``data``): else name the device."""
+    for device, batch in enumerate(batch_list):
+        if not hasattr(batch, "data"):
+            raise BatchError(f"device {device}'s entry of the list of batches is "
+                             f"{_short(batch)}; expected a DataBatch (data=[arrays]) for every "
+                             "device")
 
 
 def _per_device_provided(provided, what, num_given, names):

@@ -227,7 +227,7 @@ def batch_form(data_batch):
     Returns
     -------
     str
-        :data:`BATCH_LIST` for a non-empty list whose first entry has ``data`` (one batch
+        :data:`BATCH_LIST` for a list any of whose entries has ``data`` (one batch
         per device); :data:`DEVICE_LISTS` for a batch whose first ``data`` entry is itself
         a list (one list of arrays per device); else :data:`STOCK` (handed to MXNet).
 
@@ -241,7 +241,8 @@ def batch_form(data_batch):
     'batch-list'
     """
     if isinstance(data_batch, list):
-        return BATCH_LIST if data_batch and hasattr(data_batch[0], "data") else STOCK
+        # Any entry with ``data``: a list of batches, one of which may be wrong (named then).
+        return BATCH_LIST if any(hasattr(entry, "data") for entry in data_batch) else STOCK
     data = getattr(data_batch, "data", None)
     if isinstance(data, (list, tuple)) and data and isinstance(data[0], (list, tuple)):
         return DEVICE_LISTS

@@ -437,3 +437,13 @@ def test_a_provide_data_entry_that_is_no_name_and_shape_is_refused_naming_it(mod
     provide = [[("data", SHAPES[0])], [entry]]
     refuses(mod, make_batch("device-lists", data, label, provide_data=provide),
             "batch device 1 gives provide_data entry", "expected (name, shape) or DataDesc")
+
+
+@pytest.mark.parametrize("item", [{"data": None}, ("data",), None], ids=["dict", "tuple", "None"])
+@pytest.mark.parametrize("device", [0, 1])
+def test_a_list_of_batches_holding_something_that_is_not_a_batch_is_refused(mod, item, device):
+    data, label = arrays()
+    batches = [mx.io.DataBatch(data=data[i], label=label[i]) for i in range(2)]
+    batches[device] = item
+    refuses(mod, batches, f"device {device}'s entry of the list of batches is",
+            "expected a DataBatch")
