@@ -323,6 +323,18 @@ def test_a_batch_whose_memory_cannot_be_fetched_names_the_worker_that_died(lost)
     assert (error.pid, error.exitcode, error.batch) == (102, -signal.SIGKILL, 4)
 
 
+def test_a_lost_connection_with_no_worker_gone_is_a_data_load_error_of_its_batch(monkeypatch):
+    # No worker has ended (yet) when the wait for an exit status runs out.
+    monkeypatch.setattr(batch_loader, "EXIT_STATUS_WAIT_S", 0.0)
+    loader = _loader_that_lost_a_worker([types.SimpleNamespace(pid=101, exitcode=None)])
+
+    error = batch_loader.BatchLoader._lost_worker(loader, ConnectionResetError("reset"))
+
+    assert type(error) is DataLoadError and error.batch == 4
+    assert str(error) == ("lost the connection to a DataLoader worker while loading batch 4 "
+                          "(samples []): ConnectionResetError: reset")
+
+
 def planned_sampler(batches, plan_id):
     """A sampler whose plan has ``batches`` (per batch, per device, the samples)."""
     sampler = loading.PlannedSampler(sizes=None)
