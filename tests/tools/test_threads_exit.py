@@ -603,3 +603,17 @@ def test_an_owner_that_dies_leaves_the_registry_only_under_its_lock():
 
     assert seen == [True]
     assert key not in threads._owners
+
+
+def test_an_owner_that_dies_while_the_exit_hook_runs_is_skipped_quietly(caplog):
+    dead = weakref.ref(Fetcher.__new__(Fetcher))  # died already; its callback not run yet
+    healthy = Fetcher()
+    stop_threads_at_exit(healthy, "threads", flag="started", wake="data_taken", timeout=60)
+    threads._owners[id(dead)] = (dead, ("threads", "started", "data_taken", False, 60))
+    try:
+        threads._stop_all()
+    finally:
+        threads._owners.pop(id(dead), None)
+
+    assert not healthy.threads[0].is_alive()
+    assert "failed" not in caplog.text
