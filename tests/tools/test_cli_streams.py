@@ -266,3 +266,33 @@ def test_a_usage_error_into_a_stderr_pipe_nobody_reads_exits_with_its_own_status
         os.close(write_end)
 
     assert (completed.returncode, completed.stdout) == (2, b"")
+
+
+OPENS_A_FILE_INSIDE = """\
+import os, sys
+from mxpatch_bind._cli_types import console
+with console():
+    print("discarded")
+    print("discarded too", file=sys.stderr)
+    with open(sys.argv[1], "w") as log:  # opened by the command: must not take 1 or 2
+        log.write(str(log.fileno()))
+    devnull = os.stat(os.devnull)
+    held = [os.path.samestat(os.fstat(fd), devnull) for fd in (1, 2) if fd != {open_fd}]
+os.write({open_fd}, str(held).encode())
+"""
+
+
+@pytest.mark.parametrize("redirection, open_fd", [("<&- >&-", 2), ("2>&-", 1)],
+                         ids=["stdin and stdout closed", "stderr closed"])
+def test_a_file_the_command_opens_never_takes_a_closed_standard_descriptor(tmp_path,
+                                                                          redirection,
+                                                                          open_fd):
+    path = tmp_path / "log.txt"
+    script = OPENS_A_FILE_INSIDE.replace("{open_fd}", str(open_fd))
+
+    status, out, err = _with_closed(redirection, [sys.executable, "-c", script, str(path)],
+                                    "PYTHONUNBUFFERED unset")
+
+    assert status == 0, (out, err)
+    assert int(path.read_text()) not in (1, 2)
+    assert (out if open_fd == 1 else err).endswith(b"[True]")  # devnull holds the closed one

@@ -236,3 +236,23 @@ def test_discard_output_points_a_file_s_descriptor_at_devnull_and_skips_what_is_
     closed.close()
     discard_output(closed)  # ValueError from fileno(): nothing to do
     discard_output(io.StringIO())  # no descriptor: nothing to do
+
+
+def open_descriptors():
+    return set(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd (Linux)")
+def test_pointing_descriptors_at_devnull_leaves_no_descriptor_open_behind(tmp_path):
+    free = next(number for number in range(900, 1000) if not _cli_types._is_open(number))
+    with open(tmp_path / "out", "w") as stream:
+        before = open_descriptors()
+        discard_output(stream)
+        assert open_descriptors() == before
+        assert _cli_types._devnull_at(free) == free
+        assert open_descriptors() == before | {str(free)}
+        os.close(free)
+
+
+def test_a_synopsis_followed_at_once_by_text_keeps_that_text():
+    assert description("x: synopsis.\nWhat x does.\n") == "What x does."
