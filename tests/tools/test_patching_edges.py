@@ -17,12 +17,12 @@ import types
 
 import mxnet as mx
 import pytest
+from patch_checks import assert_originals_restored
+from paths import REPO
 
 import mxpatch_bind
 from mxpatch_bind import patching
 from mxpatch_bind.patching import _reloads
-from paths import REPO
-from patch_checks import assert_originals_restored
 
 TARGETS = [(mx.mod.Module, "bind"), (mx.mod.Module, "reshape"), (mx.mod.Module, "forward"),
            (mx.mod.BucketingModule, "bind"), (mx.mod.SequentialModule, "bind"),
@@ -296,3 +296,106 @@ def test_a_warning_is_logged_only_where_logging_has_a_handler(caplog):
         patching._applying.log_if_handled(logging.WARNING, "said once")
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [("WARNING", "said once")]
     assert logger.hasHandlers()
+
+
+# --------------------------------------------------------------------------- describe_targets
+def _bind_info():
+    (info,) = [i for i in mxpatch_bind.describe_targets()
+               if i.name == "mxnet.module.module.Module.bind"]
+    return info
+
+
+def test_describe_targets_names_no_wrapper_of_ours_on_a_method_replaced_behind_our_back():
+    original = ORIGINALS[(mx.mod.Module, "bind")]
+
+    def replacement(self, *args, **kwargs):
+        return original(self, *args, **kwargs)
+
+    with mxpatch_bind.patched():
+        ours = vars(mx.mod.Module)["bind"]
+        assert _bind_info().ours is ours
+        mx.mod.Module.bind = replacement
+        try:
+            info = _bind_info()
+            assert (info.chain, info.ours, info.original) == ((replacement,), None, False)
+        finally:
+            mx.mod.Module.bind = ours
+    assert_originals_restored(ORIGINALS)
+
+
+# --------------------------------------------------------------------------- force, and what is said
+def test_patched_with_force_patches_an_unsupported_mxnet_and_restores_it(monkeypatch):
+    monkeypatch.setattr(mx, "__version__", "2.0.0")
+    with pytest.warns(RuntimeWarning, match="unsupported MXNet \\(force=True\\)"):
+        with mxpatch_bind.patched(force=True):
+            assert mxpatch_bind.is_installed()
+            for (owner, name), original in ORIGINALS.items():
+                assert vars(owner)[name].__wrapped__ is original
+    assert_originals_restored(ORIGINALS)
+
+
+def test_a_forced_install_made_before_import_mxnet_patches_an_unsupported_mxnet_with_a_warning():
+    assert _run("""
+        import warnings
+        import mxpatch_bind
+        from mxpatch_bind.patching import _applying
+        _applying.check_mxnet = lambda mx: ['MXNet 0.0 is not supported']
+        mxpatch_bind.install(force=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            import mxnet as mx
+        assert [str(w.message) for w in caught if w.category is RuntimeWarning] == [
+            'mxpatch_bind patching an unsupported MXNet (force=True): MXNet 0.0 is not '
+            'supported'], [str(w.message) for w in caught]
+        status = mxpatch_bind.status()
+        assert (status.installed, status.pending, status.refcount) == (True, False, 1), status
+        original = vars(mx.mod.Module)['bind'].__wrapped__
+        mxpatch_bind.uninstall()
+        assert vars(mx.mod.Module)['bind'] is original
+        print('ok')
+    """) == ["ok"]
+
+
+def test_install_while_another_thread_is_inside_import_mxnet_returns_with_the_patch_applied():
+    # The importing thread is held inside ``import mxnet`` (once mxnet.base has run) until a
+    # timer lets it go: install() waits for that import, then patches before it returns.
+    assert _run("""
+        import threading, wrapt
+        import mxpatch_bind
+        inside, release = threading.Event(), threading.Event()
+
+        def hold(_module):
+            inside.set()
+            release.wait()
+
+        wrapt.register_post_import_hook(hold, 'mxnet.base')
+        importer = threading.Thread(target=__import__, args=('mxnet',))
+        importer.start()
+        inside.wait()
+        threading.Timer(0.5, release.set).start()
+        mxpatch_bind.install()
+        status = mxpatch_bind.status()
+        assert (status.installed, status.pending, status.refcount) == (True, False, 1), status
+        importer.join()
+        mxpatch_bind.uninstall()
+        print('ok')
+    """) == ["ok"]
+
+
+def test_a_wrapper_forgotten_by_uninstall_is_also_logged_where_logging_has_a_handler(caplog):
+    original = ORIGINALS[(mx.mod.Module, "bind")]
+
+    def replacement(self, *args, **kwargs):
+        return original(self, *args, **kwargs)
+
+    mxpatch_bind.install()
+    mx.mod.Module.bind = replacement
+    try:
+        with caplog.at_level(logging.WARNING, logger="mxpatch_bind.patching"):
+            with pytest.warns(RuntimeWarning, match="replaced behind") as caught:
+                mxpatch_bind.uninstall()
+        assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+            ("WARNING", str(caught[0].message))]
+    finally:
+        mx.mod.Module.bind = original
+    assert_originals_restored(ORIGINALS)
