@@ -6,6 +6,7 @@ What needs an interpreter where MXNet is not yet imported (or never will be) run
 subprocess; the rest runs here.
 """
 
+import functools
 import importlib.util
 import logging
 import os
@@ -21,7 +22,7 @@ from patch_checks import assert_originals_restored
 from paths import REPO
 
 import mxpatch_bind
-from mxpatch_bind import patching
+from mxpatch_bind import PatchError, patching
 from mxpatch_bind.patching import _reloads
 
 TARGETS = [(mx.mod.Module, "bind"), (mx.mod.Module, "reshape"), (mx.mod.Module, "forward"),
@@ -311,6 +312,7 @@ def test_describe_targets_names_no_wrapper_of_ours_on_a_method_replaced_behind_o
     def replacement(self, *args, **kwargs):
         return original(self, *args, **kwargs)
 
+    replacement.__qualname__ = "Module.bind"  # MXNet's name, but not defined by MXNet
     with mxpatch_bind.patched():
         ours = vars(mx.mod.Module)["bind"]
         assert _bind_info().ours is ours
@@ -398,4 +400,73 @@ def test_a_wrapper_forgotten_by_uninstall_is_also_logged_where_logging_has_a_han
             ("WARNING", str(caught[0].message))]
     finally:
         mx.mod.Module.bind = original
+    assert_originals_restored(ORIGINALS)
+
+
+ORIGINAL_BIND = ORIGINALS[(mx.mod.Module, "bind")]
+
+
+def _plain_decorator_on_bind():
+    """A decorator that is not wrapt's (functools.wraps), put on Module.bind as it is now."""
+    inner = vars(mx.mod.Module)["bind"]
+
+    @functools.wraps(inner)
+    def decorated(self, *args, **kwargs):
+        return inner(self, *args, **kwargs)
+
+    mx.mod.Module.bind = decorated
+    return decorated
+
+
+def test_the_refusal_and_the_forced_uninstall_name_the_decorator_and_mxnets_function():
+    mxpatch_bind.install()
+    plain = _plain_decorator_on_bind()
+    try:
+        with pytest.raises(PatchError) as refused:
+            mxpatch_bind.uninstall()
+        assert f"Module.bind is wrapped by {plain!r}, which is not a wrapt" in str(refused.value)
+        assert str(refused.value).endswith(f"calls straight through to {ORIGINAL_BIND!r}")
+        with pytest.warns(RuntimeWarning) as caught:
+            mxpatch_bind.uninstall(force=True)
+        (message,) = [str(w.message) for w in caught]
+        assert message.startswith("mxpatch_bind.uninstall(force=True): "
+                                  f"mxnet.module.module.Module.bind stays wrapped by {plain!r}")
+        assert f"(it calls straight through to {ORIGINAL_BIND!r}) and forgotten" in message
+    finally:
+        mx.mod.Module.bind = ORIGINAL_BIND
+    assert_originals_restored(ORIGINALS)
+
+
+@pytest.mark.parametrize("put_there", ["a replacement", "MXNet's original"])
+def test_the_forgotten_wrapper_warning_names_what_is_there_and_what_ours_calls(put_there):
+    def replacement(self, *args, **kwargs):
+        return ORIGINAL_BIND(self, *args, **kwargs)
+
+    there = replacement if put_there == "a replacement" else ORIGINAL_BIND
+    mxpatch_bind.install()
+    mx.mod.Module.bind = there
+    try:
+        with pytest.warns(RuntimeWarning) as caught:
+            mxpatch_bind.uninstall()
+    finally:
+        mx.mod.Module.bind = ORIGINAL_BIND
+    (message,) = [str(w.message) for w in caught]
+    what = (f"replaced behind mxpatch_bind's back by {there!r}" if there is replacement
+            else f"restored to MXNet's original {there!r} behind mxpatch_bind's back")
+    assert message.startswith(f"mxpatch_bind.uninstall(): mxnet.module.module.Module.bind "
+                              f"was {what}"), message
+    assert message.endswith(f"calls straight through to {ORIGINAL_BIND!r})"), message
+    assert_originals_restored(ORIGINALS)
+
+
+def test_uninstall_with_nothing_installed_counts_the_switched_off_wrappers_it_takes_out(caplog):
+    mxpatch_bind.install()
+    saved = vars(mx.mod.Module)["bind"]
+    mxpatch_bind.uninstall()
+    mx.mod.Module.bind = saved  # a patcher puts back what it saw: ours, switched off
+    with caplog.at_level(logging.DEBUG, logger="mxpatch_bind.patching"):
+        mxpatch_bind.uninstall()
+    assert [r.getMessage() for r in caplog.records] == [
+        "mxpatch_bind.uninstall() called but the patch is not installed",
+        "mxpatch_bind took out 1 switched-off wrappers of its own"]
     assert_originals_restored(ORIGINALS)
