@@ -18,6 +18,7 @@ import types
 
 import mxnet as mx
 import pytest
+import wrapt
 from patch_checks import assert_originals_restored
 from paths import REPO
 
@@ -469,4 +470,27 @@ def test_uninstall_with_nothing_installed_counts_the_switched_off_wrappers_it_ta
     assert [r.getMessage() for r in caplog.records] == [
         "mxpatch_bind.uninstall() called but the patch is not installed",
         "mxpatch_bind took out 1 switched-off wrappers of its own"]
+    assert_originals_restored(ORIGINALS)
+
+
+def test_a_foreign_wrapt_wrapper_with_its_own_enabled_flag_is_never_taken_for_ours():
+    # wrapt's ``enabled=`` is how our wrappers are switched; another patcher may use it too.
+    def theirs(wrapped, instance, args, kwargs):
+        return wrapped(*args, **kwargs)
+
+    mxpatch_bind.install()
+    ours = vars(mx.mod.Module)["bind"]
+    wrapper = wrapt.FunctionWrapper(ours, theirs, enabled=lambda: True)
+    mx.mod.Module.bind = wrapper
+    try:
+        (entry,) = mxpatch_bind.status().foreign_wrappers
+        assert entry.startswith("mxnet.module.module.Module.bind: FunctionWrapper at 0x"), entry
+        assert "an mxpatch_bind" not in entry, entry
+        mxpatch_bind.uninstall()
+        assert list(wrapt.wrapper_chain(vars(mx.mod.Module)["bind"])) == [wrapper,
+                                                                          ORIGINAL_BIND]
+        mxpatch_bind.uninstall()  # nothing installed: the sweep leaves theirs alone
+        assert vars(mx.mod.Module)["bind"] is wrapper and wrapper.__wrapped__ is ORIGINAL_BIND
+    finally:
+        mx.mod.Module.bind = ORIGINAL_BIND
     assert_originals_restored(ORIGINALS)
