@@ -494,3 +494,29 @@ def test_a_foreign_wrapt_wrapper_with_its_own_enabled_flag_is_never_taken_for_ou
     finally:
         mx.mod.Module.bind = ORIGINAL_BIND
     assert_originals_restored(ORIGINALS)
+
+
+def test_an_install_made_before_mxnet_is_imported_again_patches_the_new_import():
+    # A harness that purges MXNet's modules between runs: the post-import hook that patched
+    # the first import is spent, so the next pending install() needs a hook of its own.
+    assert _run("""
+        import sys
+        import mxpatch_bind
+        mxpatch_bind.install()
+        import mxnet
+        assert mxpatch_bind.status().installed
+        mxpatch_bind.uninstall()
+        for name in [n for n in sys.modules if n == 'mxnet' or n.startswith('mxnet.')]:
+            del sys.modules[name]
+        mxpatch_bind.install()
+        assert mxpatch_bind.status().pending
+        import mxnet as mx
+        status = mxpatch_bind.status()
+        assert (status.installed, status.pending, status.refcount) == (True, False, 1), status
+        net = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=2, name='fc')
+        mod = mx.mod.Module(net, label_names=None, context=[mx.cpu(0), mx.cpu(1)])
+        mod.bind([[('data', (1, 4))], [('data', (3, 4))]], for_training=False)
+        print([[d.shape for d in device] for device in mod.data_shapes])
+        mxpatch_bind.uninstall()
+        assert not hasattr(vars(mx.mod.Module)['bind'], '__wrapped__')
+    """) == ["[[(1,", "4)],", "[(3,", "4)]]"]
