@@ -326,7 +326,7 @@ def test_describe_targets_names_no_wrapper_of_ours_on_a_method_replaced_behind_o
     assert_originals_restored(ORIGINALS)
 
 
-# --------------------------------------------------------------------------- force, and what is said
+# --------------------------------------------------------------------------- force, messages
 def test_patched_with_force_patches_an_unsupported_mxnet_and_restores_it(monkeypatch):
     monkeypatch.setattr(mx, "__version__", "2.0.0")
     with pytest.warns(RuntimeWarning, match="unsupported MXNet \\(force=True\\)"):
