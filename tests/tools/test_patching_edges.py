@@ -102,13 +102,13 @@ def test_uninstall_with_nothing_installed_before_mxnet_is_imported_only_logs_a_w
     """) == ["ok"]
 
 
-def _join_other_threads():
-    return """
+# Waits for the threads the scenario started, the post-import hook's background one included.
+JOIN_OTHER_THREADS = """
         import threading
         for thread in threading.enumerate():
             if thread is not threading.current_thread():
                 thread.join(120)
-    """
+"""
 
 
 def test_an_install_made_while_import_mxnet_is_running_patches_once_the_import_ends():
@@ -126,7 +126,7 @@ def test_an_install_made_while_import_mxnet_is_running_patches_once_the_import_e
 
         wrapt.register_post_import_hook(install_now, 'mxnet.base')
         import mxnet as mx
-    """ + _join_other_threads() + """
+    """ + JOIN_OTHER_THREADS + """
         (status,) = during
         assert (status.pending, status.installed, status.refcount) == (True, False, 1), status
         status = mxpatch_bind.status()
@@ -156,7 +156,7 @@ def test_an_mxnet_imported_without_its_module_files_leaves_the_install_pending_a
             warnings.simplefilter('error')
             mxpatch_bind.install()
             import mxnet
-    """ + _join_other_threads() + """
+    """ + JOIN_OTHER_THREADS + """
         assert logged == [('ERROR', 'mxpatch_bind: MXNet imported without mxnet.module.module, '
                                     'mxnet.module.bucketing_module, '
                                     'mxnet.module.sequential_module, mxnet.kvstore; nothing '
@@ -292,7 +292,7 @@ def test_a_post_import_hook_on_a_thread_other_than_the_importer_applies_nothing_
     assert_originals_restored(ORIGINALS)
 
 
-def test_a_warning_is_logged_only_where_logging_has_a_handler(caplog):
+def test_a_warning_is_also_logged_where_logging_has_a_handler(caplog):
     logger = logging.getLogger("mxpatch_bind.patching")
     with caplog.at_level(logging.WARNING, logger="mxpatch_bind.patching"):
         patching._applying.log_if_handled(logging.WARNING, "said once")
