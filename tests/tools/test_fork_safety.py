@@ -243,6 +243,7 @@ def test_a_child_forked_halfway_through_an_uninstall_that_cannot_patch_again_cou
         handler = logging.Handler()
         handler.emit = lambda record: logged.append((record.levelname, record.getMessage()))
         logging.getLogger('mxpatch_bind').addHandler(handler)
+        logging.getLogger('mxpatch_bind').setLevel(logging.INFO)
         mxpatch_bind.install()
         stopped = stop_inside(_applying, 'setattr', builtins.setattr, 2)
         threading.Thread(target=mxpatch_bind.uninstall, daemon=True).start()
@@ -254,7 +255,10 @@ def test_a_child_forked_halfway_through_an_uninstall_that_cannot_patch_again_cou
             assert logged == [('ERROR', 'mxpatch_bind: the patch could not be applied again '
                                'after fork(): mxpatch_bind cannot patch this MXNet: MXNet 0.0 '
                                'is not supported. Nothing was patched; install(force=True) '
-                               'patches anyway.')], logged
+                               'patches anyway.'),
+                              ('INFO', "mxpatch_bind: forked during another thread's "
+                               "install/uninstall; the child's patch now matches its count "
+                               "(0)")], logged
 
         fork_and_wait(0, refused_in_the_child)
     """)

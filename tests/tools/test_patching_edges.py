@@ -520,3 +520,52 @@ def test_an_install_made_before_mxnet_is_imported_again_patches_the_new_import()
         mxpatch_bind.uninstall()
         assert not hasattr(vars(mx.mod.Module)['bind'], '__wrapped__')
     """) == ["[[(1,", "4)],", "[(3,", "4)]]"]
+
+
+# --------------------------------------------------------------------------- logged
+def test_install_and_uninstall_log_what_they_did_at_debug_level(caplog):
+    patched = ", ".join(mxpatch_bind.status().targets)
+    with caplog.at_level(logging.DEBUG, logger="mxpatch_bind.patching"):
+        mxpatch_bind.install()
+        mxpatch_bind.install()
+        mxpatch_bind.uninstall()
+        mxpatch_bind.uninstall()
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("DEBUG", f"mxpatch_bind patched {patched}"),
+        ("DEBUG", "mxpatch_bind already installed; 2 install() calls outstanding"),
+        ("DEBUG", "mxpatch_bind restored the original methods")]
+    assert_originals_restored(ORIGINALS)
+
+
+def test_a_reload_while_installed_logs_that_the_new_classes_were_patched():
+    assert _run("""
+        import importlib, logging, sys
+        import mxnet as mx
+        import mxpatch_bind
+        logging.getLogger('mxpatch_bind').setLevel(logging.INFO)
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.module'])
+        importlib.reload(sys.modules['mxnet.module'])
+        assert mxpatch_bind.is_installed()
+        assert logged == [('INFO', "mxpatch_bind: MXNet's module files were reloaded; "
+                                   "patched the new classes")], logged
+        mxpatch_bind.uninstall()
+        print('ok')
+    """) == ["ok"]
+
+
+def test_a_pending_install_refused_when_mxnet_is_imported_logs_what_it_warns():
+    assert _run("""
+        import warnings
+        import mxpatch_bind
+        from mxpatch_bind.patching import _applying
+        _applying.check_mxnet = lambda mx: ['MXNet 0.0 is not supported']
+        mxpatch_bind.install()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            import mxnet
+        (warned,) = [str(w.message) for w in caught if w.category is RuntimeWarning]
+        assert logged == [('ERROR', warned)], (logged, warned)
+        assert mxpatch_bind.status().refcount == 0
+        print('ok')
+    """) == ["ok"]
