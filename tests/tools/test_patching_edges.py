@@ -111,10 +111,13 @@ JOIN_OTHER_THREADS = """
 """
 
 
-def test_an_install_made_while_import_mxnet_is_running_patches_once_the_import_ends():
-    # install() called from inside ``import mxnet`` (here: once mxnet.base has run): wrapt
-    # runs the hook at once, before MXNet has its module files, so the patch is applied when
-    # the import finishes, exactly once per target.
+@pytest.mark.parametrize("imported_by_then", ["mxnet.base", "mxnet.model"])
+def test_an_install_made_while_import_mxnet_is_running_patches_once_the_import_ends(
+        imported_by_then):
+    # install() called from inside ``import mxnet``, once ``imported_by_then`` has run: wrapt
+    # runs the hook at once, before MXNet has all the files the patch targets (mxnet.model
+    # has imported mxnet.kvstore, not yet mxnet.module), so the patch is applied when the
+    # import finishes, exactly once per target.
     assert _run("""
         import sys, wrapt
         import mxpatch_bind
@@ -124,9 +127,9 @@ def test_an_install_made_while_import_mxnet_is_running_patches_once_the_import_e
             mxpatch_bind.install()
             during.append(mxpatch_bind.status())
 
-        wrapt.register_post_import_hook(install_now, 'mxnet.base')
+        wrapt.register_post_import_hook(install_now, %r)
         import mxnet as mx
-    """ + JOIN_OTHER_THREADS + """
+    """ % imported_by_then + JOIN_OTHER_THREADS + """
         (status,) = during
         assert (status.pending, status.installed, status.refcount) == (True, False, 1), status
         status = mxpatch_bind.status()
