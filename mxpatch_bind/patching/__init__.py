@@ -407,7 +407,7 @@ def _after_import_finishes():
     mx = imported_mxnet()
     if mx is None:
         logger.error("mxpatch_bind: MXNet imported without %s; nothing patched",
-                     ", ".join(t.module for t in TARGETS))
+                     ", ".join(dict.fromkeys(t.module for t in TARGETS)))  # each file once
         return
     _apply_pending(mx)
 

@@ -232,3 +232,34 @@ def test_a_child_forked_while_another_thread_holds_a_settings_or_pool_lock_resha
         release.set()
     """ % lock)
     assert "child exit 0" in lines, lines
+
+
+def test_a_child_forked_halfway_through_an_uninstall_that_cannot_patch_again_counts_zero_and_logs():
+    # As above, but MXNet now fails the check: the child cannot patch again, so it takes its
+    # count to zero, leaves MXNet's own functions in the classes and logs why.
+    lines = _run("""
+        import logging
+        logged = []
+        handler = logging.Handler()
+        handler.emit = lambda record: logged.append((record.levelname, record.getMessage()))
+        logging.getLogger('mxpatch_bind').addHandler(handler)
+        logging.getLogger('mxpatch_bind').setLevel(logging.INFO)
+        mxpatch_bind.install()
+        stopped = stop_inside(_applying, 'setattr', builtins.setattr, 2)
+        threading.Thread(target=mxpatch_bind.uninstall, daemon=True).start()
+        assert stopped.wait(60), 'the other thread never got there'
+        _applying.check_mxnet = lambda mx: ['MXNet 0.0 is not supported']
+
+        def refused_in_the_child():
+            check_classes_match(0)
+            assert logged == [('ERROR', 'mxpatch_bind: the patch could not be applied again '
+                               'after fork(): mxpatch_bind cannot patch this MXNet: MXNet 0.0 '
+                               'is not supported. Nothing was patched; install(force=True) '
+                               'patches anyway.'),
+                              ('INFO', "mxpatch_bind: forked during another thread's "
+                               "install/uninstall; the child's patch now matches its count "
+                               "(0)")], logged
+
+        fork_and_wait(0, refused_in_the_child)
+    """)
+    assert "child exit 0" in lines, lines
