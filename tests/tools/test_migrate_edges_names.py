@@ -126,9 +126,9 @@ def test_a_module_is_named_by_its_alias_or_by_itself_where_its_first_part_is_fre
 
 
 def test_the_top_level_s_own_bindings_are_told_from_its_imports():
-    names = _names("import yaml as y\nx = 1\nimport x\n")
-    assert [names.binds_anything_but_imports(n) for n in ("x", "y", "nope")] \
-        == [True, False, False]
+    names = _names("import yaml as y\nx = 1\nimport x\nfrom m import z\n")
+    assert [names.binds_anything_but_imports(n) for n in ("x", "y", "z", "nope")] \
+        == [True, False, False, False]
     assert [sorted(map(str, names.meanings_of_top(n))) for n in ("x", "nope", "y")] \
         == [["None", "x"], ["None"], ["yaml"]]
 
@@ -149,6 +149,8 @@ def test_the_function_a_node_runs_in_skips_classes_and_comprehensions():
     ("def f():\n    x = open(a)\n    if c:\n        x\n", ["open(a)"]),
     ("def f():\n    x = open(a)\n    for i in r:\n        x\n", ["open(a)"]),
     ("def f():\n    x = open(a)\n    try:\n        x\n    except E:\n        pass\n", ["open(a)"]),
+    ("def f():\n    x = open(a)\n    try:\n        x\n        x = open(b)\n    except E:\n"
+     "        pass\n", ["open(a)"]),
     ("def f():\n    x = open(a)\n    try:\n        pass\n    except E:\n        x = open(b)\n"
      "    else:\n        x\n", ["open(a)"]),
     ("def f():\n    x = open(a)\n    try:\n        pass\n    except E as e:\n        x\n",
@@ -187,6 +189,9 @@ def test_the_one_value_that_reaches_a_read_is_found(source, expected):
     "def f():\n    x = open(a)\n    import x\n    x\n",
     "def f():\n    x = open(a)\n    from m import *\n    x\n",
     "def f():\n    x = open(a)\n    del x\n    x\n",
+    "def f():\n    x = open(a)\n    global x\n    x\n",  # Python 2 only warned
+    "def f():\n    x = open(a)\n    @(x := deco)\n    def g():\n        pass\n    x\n",
+    "def f():\n    x = open(a)\n    with open(a) as x, open(b) as x:\n        pass\n    x\n",
     "def f():\n    x = open(a)\n    (x := 3)\n    x\n",
     "def f(v):\n    x = open(a)\n    match v:\n        case 1:\n            x\n",
 ])

@@ -72,6 +72,8 @@ def test_overlapping_edits_raise_a_conflict_that_names_the_line():
     ("import os\r\nx = 1\n", "import yaml\r\nimport os\r\nx = 1\n"),
     ("import os\nx = 1\r\n", "import yaml\nimport os\nx = 1\r\n"),
     ("from __future__ import division\n", "from __future__ import division\nimport yaml\n"),
+    ("from __future__ import (division,\n    print_function)\nx = 1\n",
+     "from __future__ import (division,\n    print_function)\nimport yaml\nx = 1\n"),
     ("", "import yaml\n"),
 ])
 def test_an_added_import_goes_above_the_first_import_below_docstring_and_future(text, added):
