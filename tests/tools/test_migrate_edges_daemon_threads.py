@@ -109,8 +109,9 @@ SHADOWED = CLOSURE.replace("        def run():", "        def run(self):")
 INDENTED = "if True:\n" + "".join("    " + line if line.strip() else line
                                    for line in CLOSURE.splitlines(True)[2:])
 INDENTED = CLOSURE.splitlines(True)[1] + INDENTED
-DOCSTRING_ONLY = CLOSURE.replace("# licence\nimport threading\n",
-                                 '"""Closure\n\nthreads."""\n').replace("    def go(self):\n", "    def go(self):\n        import threading\n")
+DOCSTRING_ONLY = CLOSURE.replace(
+    "# licence\nimport threading\n", '"""Closure\n\nthreads."""\n').replace(
+    "    def go(self):\n", "    def go(self):\n        import threading\n")
 
 CASES = [  # source, the import's line (0: none), (line, call) of each stop added, listed lines
     pytest.param(BASE, 1, [(22, STOP)], [22], id="a_nested_fetch_handed_the_instance_by_args"),
