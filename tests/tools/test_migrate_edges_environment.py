@@ -13,7 +13,8 @@ def test_the_probe_names_the_first_missing_part_of_each_gone_name_and_no_unknown
     found = environment.probe(
         ["time.clock", "time.time", "os.errno.ENOENT", "collections.Mapping",
          "no_such_package_for_mxpatch.a", "os.path.join", "json.decoder.JSONDecoder",
-         "json.nosuch.deep", "time.clock", "xml.dom.minidom.no_such_name"], ["json", "no_such_package_for_mxpatch", "json"])
+         "json.nosuch.deep", "time.clock", "xml.dom.minidom.no_such_name"],
+        ["json", "no_such_package_for_mxpatch", "json"])
     python = "Python " + sys.version.split()[0]
     assert found == environment.Environment(
         gone={"collections.Mapping": "collections.Mapping", "json.nosuch.deep": "json.nosuch",
