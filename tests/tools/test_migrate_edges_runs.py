@@ -65,6 +65,27 @@ CASES = [
                  {"run.py": ("./", ["a/__init__.py", "a/b/__init__.py", "a/b/c.py", "run.py"],
                              True)},
                  id="a_dotted_import_reaches_each_package_on_its_way"),
+    pytest.param({"a/run.py": "import os, sys\ndef go():\n    import util\n" + insert("lib")
+                  + MAIN, "lib/util.py": "", "a/util.py": ""},
+                 {"a/run.py": ("lib/, a/", ["a/run.py", "lib/util.py"], True)},
+                 id="a_deferred_import_finds_what_the_final_path_finds_first"),
+    pytest.param({"a/run.py": "import os, sys\nimport util\n" + insert("lib") + MAIN,
+                  "lib/util.py": "", "a/util.py": ""},
+                 {"a/run.py": ("lib/, a/", ["a/run.py", "a/util.py", "lib/util.py"], True)},
+                 id="an_import_before_an_insert_finds_what_the_path_then_finds_and_later"),
+    pytest.param({"a/run.py": "import os, sys\n" + insert("lib") + insert("lib") + MAIN,
+                  "lib/util.py": ""},
+                 {"a/run.py": ("lib/, a/", ["a/run.py"], True)},
+                 id="a_folder_inserted_twice_is_on_the_path_once"),
+    pytest.param({"a/run.py": "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname("
+                              "__file__), '..', 'lib', version))\n" + MAIN, "lib/util.py": ""},
+                 {"a/run.py": ("a/", ["a/run.py"], False)},
+                 id="a_folder_computed_below_one_with_python_is_not_known"),
+    pytest.param({"a/run.py": "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname("
+                              "__file__), '..', 'external', version))\n" + MAIN,
+                  "lib/util.py": ""},
+                 {"a/run.py": ("a/", ["a/run.py"], True)},
+                 id="a_folder_computed_below_one_without_python_is_harmless"),
 ]
 
 
