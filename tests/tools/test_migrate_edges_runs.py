@@ -86,6 +86,12 @@ CASES = [
                   "lib/util.py": ""},
                  {"a/run.py": ("a/", ["a/run.py"], True)},
                  id="a_folder_computed_below_one_without_python_is_harmless"),
+    pytest.param({"a/run.py": "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname("
+                              "__file__), '..', 'lib', version))\nsys.path.insert(0, os.path."
+                              "join(os.path.dirname(__file__), '..', 'external', version))\n"
+                              + MAIN, "lib/util.py": ""},
+                 {"a/run.py": ("a/", ["a/run.py"], False)},
+                 id="a_harmless_computed_folder_does_not_make_an_unknown_one_known"),
 ]
 
 
