@@ -263,7 +263,8 @@ class Names:
         use along the statements before it; None where that is not provable (a branch, a
         loop that rebinds it, a parameter, a global, a closure)."""
         scope = self.resolve(use)
-        if scope is None or scope is not self.function_of(use) or scope.is_class:
+        if scope is None or scope is not self.function_of(use) or scope.is_class \
+                or isinstance(scope.node, ast.Lambda):  # a lambda's names are its parameters
             return None
         statement: ast.AST = self.statement_of(use)
         while True:

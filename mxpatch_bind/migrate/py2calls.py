@@ -156,10 +156,8 @@ def _division_methods(text, cls):
     for old, new in _DIVISION_METHODS.items():
         method = defined.get(old)
         if method is not None and new not in defined and not _assigns(cls, new):
+            # the ``def`` line's indent (a decorator's would hold its ``@``)
             indent = text.text[text.starts[method.lineno - 1]:text.start(method)]
-            if method.decorator_list:
-                indent = text.text[text.starts[method.decorator_list[0].lineno - 1]:
-                                   text.start(method.decorator_list[0])]
             out.append(Found(method.lineno, f"{old} (Python 3 divides by {new})",
                              edits=text.after(method, f"\n\n{indent}{new} = {old}")))
     return out

@@ -189,11 +189,12 @@ def _replace_reference(names, text, node, gone, new):
         if not names.builtin_at(target, new_last):
             return None
         return text.swap(target, new_last), ()
-    reference = names.module_reference(new_parent)
+    module = new_parent or new  # a module re-exported by another one (os.errno: errno)
+    reference = names.module_reference(module)
     if reference is None:
         return None
-    imports = (f"import {new_parent}",) if reference == new_parent else ()
-    return text.swap(target, f"{reference}.{new_last}"), imports
+    imports = (f"import {module}",) if reference == module else ()
+    return text.swap(target, f"{reference}.{new_last}" if new_parent else reference), imports
 
 
 def _sub_chain(names, node, gone):

@@ -183,3 +183,33 @@ def test_a_pickle_read_in_universal_newline_mode_gets_rb(tmp_path):
         with open('cache.pkl', 'rU') as f:
             print cPickle.load(f)
         """})
+
+
+def test_a_decorated_div_method_gets_its_true_division_twin_at_the_def_s_indent(tmp_path):
+    assert_same_output(tmp_path, {"main.py": """\
+        def deco(f):
+            return f
+        class V(object):
+            def __init__(self, v):
+                self.v = v
+            @deco
+            def __div__(self, o):
+                return V(self.v / o)
+        print "half", (V(7) / 2).v, (V(7.0) / 2).v
+        """})
+
+
+def test_os_errno_becomes_the_errno_module_it_re_exported(tmp_path):
+    assert_same_output(tmp_path, {"main.py": """\
+        import os
+        def missing(e):
+            return e.errno == os.errno.ENOENT
+        print "ok", missing(OSError(2, "x")), missing(OSError(13, "y"))
+        """})
+
+
+def test_a_lambda_s_parameter_is_not_taken_for_the_file_of_the_same_name_outside():
+    # only the lambda's own f (a parameter) is read by pickle: the outer text file is not its
+    source = "import pickle\nf = open(p)\ng = lambda f: pickle.load(f)\nf.close()\n"
+    new, _ = traps.fix(source, True)
+    assert "\nf = open(p)\n" in new, new
