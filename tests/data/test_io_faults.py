@@ -132,6 +132,17 @@ def failing_position(it, bad):
 
 
 # --------------------------------------------------------------------------- dataset errors
+def test_without_workers_the_dataset_s_own_exception_is_the_cause_even_one_that_cannot_cross():
+    # Nothing crosses a process: the exception is raised as the dataset raised it.
+    error = NeedsTwoArguments("5.png", "truncated")
+    it = lazy_iter(Faulty(bad=5, error=error), num_workers=0)
+
+    with pytest.raises(DataLoadError, match=r"dataset\[5\] raised NeedsTwoArguments") as info:
+        list(it)
+
+    assert info.value.__cause__ is error
+
+
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_a_dataset_error_is_a_data_load_error_naming_the_sample_and_never_an_early_end(
         num_workers):
