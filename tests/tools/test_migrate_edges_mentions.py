@@ -150,3 +150,20 @@ def test_each_file_that_may_load_a_copy_is_read_its_own_way_and_no_other_file_is
               tuple(path.text for path in p.load.paths), p.load.dotted, p.load.kind)
              for p in mentions.places(tmp_path, {"module"})]
     assert found == EXPECTED
+
+
+def test_a_notebook_cell_that_is_not_python_is_still_read_for_imports_and_mentions(tmp_path):
+    pytest.importorskip("fissix")
+    cell = {"cell_type": "code", "source": ["import core.module\n", "load('core/module.py')\n",
+                                            "this is not python (\n"]}
+    (tmp_path / "nb.ipynb").write_text(json.dumps({"nbformat": 4, "cells": [cell]}, indent=1))
+    found = [(p.line, p.note, p.load.how, tuple(path.text for path in p.load.paths),
+              p.load.dotted, p.load.kind) for p in mentions.places(tmp_path, {"module"})]
+    assert found == FOUND_IN_A_BROKEN_CELL
+
+
+FOUND_IN_A_BROKEN_CELL = [
+    (7, 'cell 1, line 1', "'core.module'", (), ('core.module',), 'mention'),
+    (8, 'cell 1, line 2', "'core/module.py'", ('core/module.py',), (), 'mention'),
+    (7, 'cell 1, line 1', 'import core.module', (), (), 'import'),
+]
