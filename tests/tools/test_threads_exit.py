@@ -429,6 +429,22 @@ class Pairs:
             event.clear()
 
 
+class Waiter:
+    """One thread that waits on ``wake`` (any event), and leaves when ``started`` is false."""
+
+    def __init__(self, wake):
+        self.started, self.wake = True, wake
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while True:
+            self.wake.wait()
+            if not self.started:
+                return
+            self.wake.clear()
+
+
 def test_every_event_of_the_owner_is_set_so_that_each_thread_wakes():
     owner = Pairs()
     assert stop_threads(owner, "threads", flag="started", wake="data_taken", timeout=60)
@@ -527,28 +543,17 @@ def test_each_registration_moves_the_exit_hook_after_every_hook_registered_befor
     # second owner's threads already stopped.
     script = tmp_path / "order.py"
     script.write_text(textwrap.dedent('''\
-        import atexit, threading
+        import atexit, sys, threading
+        sys.path.insert(0, {here!r})
         from mxpatch_bind.threads import stop_threads_at_exit
+        from test_threads_exit import Waiter
 
-        class Loop:
-            def __init__(self):
-                self.started, self.wake = True, threading.Event()
-                self.thread = threading.Thread(target=self.run, daemon=True)
-                self.thread.start()
-
-            def run(self):
-                while True:
-                    self.wake.wait()
-                    if not self.started:
-                        return
-                    self.wake.clear()
-
-        first = Loop()
+        first = Waiter(threading.Event())
         stop_threads_at_exit(first, 'thread', flag='started', wake='wake')
         atexit.register(lambda: print("second stopped:", not second.thread.is_alive()))
-        second = Loop()
+        second = Waiter(threading.Event())
         stop_threads_at_exit(second, 'thread', flag='started', wake='wake')
-    '''))
+    ''').format(here=os.path.dirname(os.path.abspath(__file__))))
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                             timeout=120)
     assert (result.returncode, result.stdout, result.stderr) == (0, "second stopped: True\n", "")
@@ -564,20 +569,7 @@ def test_an_owner_without_the_named_attributes_has_only_its_flag_set():
 
 
 def test_a_process_event_as_the_wake_up_is_set_as_a_single_event():
-    class ProcessWoken:
-        def __init__(self):
-            self.started, self.wake = True, multiprocessing.Event()  # not a threading.Event
-            self.thread = threading.Thread(target=self.run, daemon=True)
-            self.thread.start()
-
-        def run(self):
-            while True:
-                self.wake.wait()
-                if not self.started:
-                    return
-                self.wake.clear()
-
-    owner = ProcessWoken()
+    owner = Waiter(multiprocessing.Event())  # not a threading.Event
     assert stop_threads(owner, "thread", flag="started", wake="wake", timeout=60)
     assert not owner.thread.is_alive()
 
