@@ -632,3 +632,10 @@ def test_each_trap_is_ported_to_its_exact_text_and_reported_at_its_line(
     assert traps.fix(source, meaning) == (ported, marked)
     report = traps.analyse(source, Names(ast.parse(source), meaning.star_bound), meaning)
     assert [(f.line, f.what, f.check is not None) for f in report] == found
+
+
+def test_a_line_with_two_checks_keeps_the_marker_of_the_first_found():
+    new, marked = traps.fix("import hashlib\nx = coerce(a, b) + hashlib.md5(s).hexdigest()\n",
+                            True)
+    assert (new, marked) == ("import hashlib\nx = coerce(a, b) + hashlib.md5(s).hexdigest()"
+                             "  # migrate: check coerce\n", [2])

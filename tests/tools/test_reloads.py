@@ -527,3 +527,15 @@ def test_the_last_uninstall_leaves_no_import_hook_of_ours_behind():
         mxpatch_bind.uninstall()
         print(sys.meta_path == before)
     """) == ["True"]
+
+
+def test_a_reload_of_the_sequential_module_alone_rebuilds_the_core_on_its_new_class():
+    # Not the first class the core checks (Module, unchanged here): each one is looked at.
+    assert _run("""
+        mxpatch_bind.install()
+        importlib.reload(sys.modules['mxnet.module.sequential_module'])
+        importlib.reload(sys.modules['mxnet.module'])
+        from mxpatch_bind.module import sequential
+        print(sequential.SequentialModule is mx.mod.SequentialModule)
+        print(per_device_bind())
+    """) == ["True", "[[(1,", "5)],", "[(3,", "5)]]"]
