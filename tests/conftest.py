@@ -1,5 +1,6 @@
-"""Shared fixtures: CPU contexts, a guard that no test leaves MXNet patched, and the
-Hypothesis profiles every property test runs under.
+"""Shared fixtures: CPU contexts, a guard that no test leaves MXNet patched, the
+Hypothesis profiles every property test runs under, and ``migrate``'s probe of the installed
+packages asked each different question once a session (:func:`shared_probe`).
 
 Hypothesis profiles (``--hypothesis-profile NAME`` or ``HYPOTHESIS_PROFILE=NAME`` picks one):
 
@@ -18,7 +19,11 @@ Every profile prints the blob on failure (``print_blob``) and has no deadline (t
 bind MXNet executors, whose time depends on the machine's load, not on the code).
 """
 
+import contextlib
+import copy
+import importlib
 import os
+import sys
 
 import pytest
 from hypothesis import settings
@@ -73,3 +78,54 @@ def give_back_installs():
     yield
     while mxpatch_bind.status().refcount > before:
         mxpatch_bind.uninstall()
+
+
+# migrate's probe of the installed packages, by question: {key: Environment}
+_PROBE_ANSWERS: dict = {}
+
+
+@contextlib.contextmanager
+def shared_probe():
+    """Within the block, each different question to ``migrate``'s environment probe runs the
+    probe once a session.
+
+    The probe is a child Python that imports what a scanned tree names (MXNet, for the
+    synthetic fork tree): a large part of a migrate test's time. Its answer depends only on
+    the names asked, the interpreter, the working folder and the environment variables, all
+    of which are in the key (pytest's ``PYTEST_CURRENT_TEST`` aside); the same question asked
+    again is given the first answer, so a migrate test reads what the real probe said
+    (``test_migrate.py`` compares the two). A probe that could not run is asked again.
+    """
+    environment = importlib.import_module("mxpatch_bind.migrate.environment")
+    probe = environment.probe
+
+    def probe_once(names, star_modules=()):
+        key = (tuple(sorted(set(names))), tuple(sorted(set(star_modules))), sys.executable,
+               os.getcwd(), tuple(sorted((name, value) for name, value in os.environ.items()
+                                         if name != "PYTEST_CURRENT_TEST")))
+        if key in _PROBE_ANSWERS:
+            return copy.deepcopy(_PROBE_ANSWERS[key])
+        answer = probe(names, star_modules)
+        if answer.failure is None:
+            _PROBE_ANSWERS[key] = copy.deepcopy(answer)
+        return answer
+
+    environment.probe = probe_once
+    try:
+        yield
+    finally:
+        environment.probe = probe
+
+
+@pytest.fixture(autouse=True)
+def _one_probe_per_question(request):
+    """:func:`shared_probe` around every test that may run ``migrate`` (its module imported),
+    except those marked ``real_probe`` (the probe's own tests). Set and put back by hand, not
+    with this fixture's own monkeypatch, which would be undone after the test's fixtures that
+    read the variables the test's monkeypatch set (``settings_restored``)."""
+    if ("mxpatch_bind.migrate.environment" not in sys.modules
+            or request.node.get_closest_marker("real_probe")):
+        yield
+        return
+    with shared_probe():
+        yield

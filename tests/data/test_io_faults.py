@@ -281,6 +281,7 @@ print("checked")
 """
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 @pytest.mark.skipif(WORKERS_UNRELIABLE, reason="MXNet 1.6's DataLoader pools can abort when "
                                                "remade in a long process")
 @pytest.mark.parametrize("bad", [0, 9])

@@ -343,6 +343,7 @@ def test_reset_after_a_stalled_close_waits_for_the_late_fetch_then_starts_over()
     prefetched.close()
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 @pytest.mark.parametrize("closing", ["it.close()", "del it", ""])
 def test_the_interpreter_exits_promptly_with_a_stalled_prefetcher_left_behind(closing):
     import subprocess

@@ -187,6 +187,7 @@ def run_script(template, **fields):
     return child.returncode, out, err
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 @pytest.mark.skipif(WORKERS_UNRELIABLE, reason="MXNet 1.6's DataLoader pools can abort when "
                                                "remade in a long process")
 def test_the_interpreter_s_exit_ends_the_busy_workers_within_one_sample_s_read():
@@ -224,6 +225,7 @@ sys.exit(0)
 """
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 @pytest.mark.skipif(WORKERS_UNRELIABLE, reason="MXNet 1.6's DataLoader pools can abort when "
                                                "remade in a long process")
 def test_at_the_interpreter_s_exit_the_busy_workers_end_by_themselves_not_terminated():

@@ -229,6 +229,7 @@ def test_a_failure_on_a_worker_thread_leaves_the_module_as_it_was(failing_device
     assert all(np.array_equal(a, b) for a, b in zip(before_outputs, after))
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_a_forked_child_reshapes_on_threads_of_its_own():
     """The parent's pool threads do not exist in a forked child: it must not wait on them."""
     script = textwrap.dedent("""

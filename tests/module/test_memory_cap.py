@@ -86,6 +86,7 @@ def test_an_empty_mxnet_setting_counts_as_unset_as_in_mxnet(environ):
     assert memory.cap_mkldnn_cache() == str(memory.DEFAULT_CACHE_NUM)
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_the_cap_bounds_the_cache_mxnet_reads(environ):
     # The reference: MXNet itself, in a fresh process that ran oneDNN convolutions of two
     # shapes under the value cap_mkldnn_cache() set.

@@ -143,6 +143,7 @@ MEMORY_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_resident_memory_stays_flat_over_two_hundred_steps_of_changing_shapes():
     # oneDNN caches primitives per input shape without bound by default; cap it to see our
     # own memory only.

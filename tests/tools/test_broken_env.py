@@ -226,6 +226,7 @@ def test_install_without_mxnet_prints_its_message_once(tmp_path):
     assert completed.stderr.count("MXNet is not installed") == 1, completed.stderr
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_after_mxnet_imports_the_guard_is_gone_and_mxnet_names_its_own_loader():
     completed = run_script(dict(os.environ, PYTHONPATH=REPO), """
         import sys

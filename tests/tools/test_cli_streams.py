@@ -6,8 +6,10 @@ closed before the command starts: the case of ``| head -1`` once ``head`` has it
 (deterministic, unlike racing a reader that closes after some output). A closed stream is
 bash's ``>&-`` / ``2>&-``. Where the pipe breaks depends on the buffering (with
 ``PYTHONUNBUFFERED=1`` at the first write, without it at a flush), and a user's machine does
-not set it: every test here runs the command both ways (the inner loop, ``pytest -m "not
-slow"``, the user's way only).
+not set it: every test here runs the command both ways. The inner loop (``pytest -m "not
+slow"``) runs the user's way only, and only the commands that import no MXNet (help, version,
+usage errors): each migrate and doctor case is a child process that imports MXNet, a process
+test as setup.cfg's slow marker says, run by the whole suite.
 """
 
 import os
@@ -101,6 +103,7 @@ def _snapshot(root):
 
 
 # --------------------------------------------------------------------------- a reader gone
+@pytest.mark.slow  # migrate over the fork tree in a child process that imports MXNet
 @pytest.mark.parametrize("migrate", MIGRATE.values(), ids=MIGRATE.keys())
 def test_migrate_into_a_closed_pipe_ends_quietly_with_pips_status(tree, buffering, migrate):
     status, stderr = _into_a_closed_pipe(migrate + [str(tree)], buffering)
@@ -108,6 +111,7 @@ def test_migrate_into_a_closed_pipe_ends_quietly_with_pips_status(tree, bufferin
     assert status == CLOSED_PIPE_STATUS == 1
 
 
+@pytest.mark.slow  # migrate over the fork tree in a child process that imports MXNet
 def test_the_diff_into_a_closed_pipe_ends_quietly_with_pips_status(tree, buffering):
     status, stderr = _into_a_closed_pipe(MIGRATE["python -m mxpatch_bind.migrate"] + [
         str(tree), "--write", "--delete-vendored", "--diff"], buffering)
@@ -115,6 +119,7 @@ def test_the_diff_into_a_closed_pipe_ends_quietly_with_pips_status(tree, bufferi
     assert status == CLOSED_PIPE_STATUS
 
 
+@pytest.mark.slow  # migrate over the fork tree in a child process that imports MXNet
 def test_a_write_whose_report_nobody_can_read_writes_nothing(tree, buffering):
     # The report comes before the writes; when it cannot be delivered, the run ends there,
     # as a program killed by SIGPIPE would.
@@ -161,12 +166,14 @@ def test_launch_into_a_closed_pipe_stops_the_job_quietly(buffering, launch):
 
 
 # --------------------------------------------------------------------------- closed streams
+@pytest.mark.slow  # migrate over the fork tree in a child process that imports MXNet
 @pytest.mark.parametrize("migrate", MIGRATE.values(), ids=MIGRATE.keys())
 def test_migrate_with_stdout_closed_runs_with_its_own_status(tree, buffering, migrate):
     status, _, stderr = _with_closed(">&-", migrate + [str(tree)], buffering)
     assert (status, stderr) == (1, b"")
 
 
+@pytest.mark.slow  # migrate over the fork tree in a child process that imports MXNet
 def test_a_write_with_stdout_closed_is_made(tree, buffering):
     status, _, stderr = _with_closed(">&-", MIGRATE["python -m mxpatch_bind migrate"] + [
         str(tree), "--write", "--delete-vendored"], buffering)
@@ -182,7 +189,7 @@ def test_help_and_version_with_stdout_closed_print_nothing(argv, buffering):
 
 
 @pytest.mark.parametrize("argv", [
-    PYTHON_M + ["mxpatch_bind", "doctor"],
+    pytest.param(PYTHON_M + ["mxpatch_bind", "doctor"], marks=pytest.mark.slow),  # MXNet
     PYTHON_M + ["mxpatch_bind.launch", "-n", "1"],
     PYTHON_M + ["mxpatch_bind", "demo", "--epochs", "0"],
 ], ids=["doctor", "launch without a command", "a usage error"])
@@ -197,6 +204,7 @@ def test_every_command_with_stdout_or_stderr_closed_keeps_its_status(argv, buffe
         assert err == (b"" if "2>&-" in redirection.split() else expected.stderr), redirection
 
 
+@pytest.mark.slow  # migrate over the fork tree in a child process that imports MXNet
 def test_the_report_with_stderr_closed_is_whole_on_stdout(tree, buffering):
     argv = MIGRATE["python -m mxpatch_bind migrate"] + [str(tree)]
     expected = subprocess.run(argv, capture_output=True, env=_env(buffering), timeout=300,
@@ -206,6 +214,7 @@ def test_the_report_with_stderr_closed_is_whole_on_stdout(tree, buffering):
 
 
 # --------------------------------------------------------------------------- encodings
+@pytest.mark.slow  # migrate over the fork tree in a child process that imports MXNet
 @pytest.mark.parametrize("encoding, shown", [
     ("ascii", "r\\xe9seau_\\u7f51.py"),
     ("latin-1", "r\u00e9seau_\\u7f51.py"),

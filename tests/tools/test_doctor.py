@@ -33,6 +33,7 @@ def lines_of(output):
             if line.startswith(("ok ", "warn ", "FAIL "))}
 
 
+@pytest.mark.slow  # the doctor runs as a child Python that imports MXNet
 def test_doctor_passes_every_check_on_this_machine():
     result = run_doctor()
     assert result.returncode == 0, result.stdout + result.stderr
@@ -46,6 +47,7 @@ def test_doctor_passes_every_check_on_this_machine():
     assert "ok    settings: exec_cache_size=8, reshape_threads=" in result.stdout
 
 
+@pytest.mark.slow  # the doctor runs as a child Python that imports MXNet
 def test_doctor_fails_on_a_bad_settings_variable_naming_it():
     result = run_doctor(MXPATCH_BIND_EXEC_CACHE_SIZE="lots")
     assert result.returncode == 1, result.stdout + result.stderr
@@ -54,12 +56,14 @@ def test_doctor_fails_on_a_bad_settings_variable_naming_it():
             in result.stdout), result.stdout
 
 
+@pytest.mark.slow  # the doctor runs as a child Python that imports MXNet
 def test_doctor_says_which_settings_variables_it_read():
     result = run_doctor(MXPATCH_BIND_RESHAPE_THREADS="3")
     assert "ok    settings: exec_cache_size=8, reshape_threads=3 (from " \
         "MXPATCH_BIND_RESHAPE_THREADS)" in result.stdout, result.stdout
 
 
+@pytest.mark.slow  # the doctor runs as a child Python that imports MXNet
 def test_doctor_keeps_mxnets_subgraph_log_out_of_its_output():
     result = run_doctor()
     assert "Subgraph backend" not in result.stdout + result.stderr
@@ -75,6 +79,7 @@ def test_doctor_lists_the_build_features_as_mxnet_reports_them():
         name for name, feature in sorted(features.items()) if feature.enabled)]
 
 
+@pytest.mark.slow  # the doctor runs as a child Python that imports MXNet
 def test_doctor_reports_pure_python_wrapt_when_its_extension_is_disabled():
     result = run_doctor(WRAPT_DISABLE_EXTENSIONS="1")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -4,6 +4,8 @@ import os
 import re
 import subprocess
 import sys
+
+import pytest
 from paths import REPO
 
 REPO = str(REPO)
@@ -25,6 +27,7 @@ def first_and_last(stdout, what):
     return float(match.group(1)), float(match.group(2))
 
 
+@pytest.mark.slow  # the example runs as a child Python
 def test_the_detection_example_lowers_its_loss_with_padded_box_lists():
     stdout = run_example("detection.py", "--epochs", "3", "--images", "24")
 
@@ -34,6 +37,7 @@ def test_the_detection_example_lowers_its_loss_with_padded_box_lists():
     assert re.search(r"shapes of the last batch \[\[\(4, \d, 5\)\], \[\(4, \d, 5\)\]\]", stdout)
 
 
+@pytest.mark.slow  # the example runs as a child Python
 def test_the_segmentation_example_raises_its_pixel_accuracy_balanced_and_rounded():
     stdout = run_example("segmentation.py", "--epochs", "3", "--images", "24", "--balanced",
                          "--pad-to-multiple", "8")

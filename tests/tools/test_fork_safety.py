@@ -14,6 +14,10 @@ import textwrap
 import pytest
 from paths import REPO
 
+# each scenario is a child Python that imports MXNet and forks: a process test (setup.cfg's
+# slow marker)
+pytestmark = pytest.mark.slow
+
 REPO_ROOT = str(REPO)
 
 CHILD_LIMIT_S = 120  # a limit on hangs, not a benchmark: the child needs about a second

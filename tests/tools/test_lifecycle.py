@@ -425,6 +425,7 @@ def test_importing_mxpatch_bind_does_not_import_mxnet():
     assert out.split() == ["ok"]
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_install_before_importing_mxnet_patches_on_import():
     out = _run_python("""
         import sys
@@ -449,6 +450,7 @@ def test_install_before_importing_mxnet_patches_on_import():
     assert out.splitlines()[-1] == "[[(1, 4)], [(3, 4)]]"
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_uninstall_before_importing_mxnet_cancels_the_pending_install():
     out = _run_python("""
         import mxpatch_bind
@@ -463,6 +465,7 @@ def test_uninstall_before_importing_mxnet_cancels_the_pending_install():
     assert out.split()[-1] == "ok"
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_a_pending_install_that_meets_an_unsupported_mxnet_is_cancelled_and_said_so():
     out = _run_python("""
         import warnings
@@ -570,6 +573,7 @@ class _StillPending(AssertionError):
     """The install() waiting for MXNet never applied: the known bug, not any other failure."""
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_install_while_another_thread_imports_mxnet_patches_when_the_import_ends():
     out = _run_python("""
         import sys, threading, time

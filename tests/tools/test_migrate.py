@@ -11,6 +11,7 @@ import sys
 import mxnet as mx
 import numpy as np
 import pytest
+from conftest import shared_probe
 from fork_oracle import load_states
 
 from mxpatch_bind import migrate
@@ -91,6 +92,25 @@ def test_the_report_lists_every_finding_of_the_fork_tree_line_by_line(tree, caps
                          "(--delete-vendored), 2 to check by hand, 5 handled by "
                          "mxpatch_bind.compat")
     assert status == 1
+
+
+@pytest.mark.real_probe
+@pytest.mark.parametrize("write", [[], ["--write", "--delete-vendored"]], ids=["report", "write"])
+def test_the_probe_run_anew_gives_the_report_its_shared_answer_gives(tree, tmp_path, capsys,
+                                                                      write):
+    # tests/conftest.py reuses the probe's answers within a session: a run that asks it
+    # again (this test) and one given the shared answer print the same, and write the same;
+    # names the probe finds gone make the report depend on its answer
+    (tree / "rfcn" / "timing.py").write_text(
+        "import collections\nimport time\n\nstart = time.clock()\n"
+        "print(isinstance({}, collections.Mapping), time.clock() - start)\n")
+    copies = [shutil.copytree(tree, tmp_path / name) for name in ("asks", "is_answered")]
+    anew = run_migrate(capsys, tree, *write)
+    with shared_probe():  # the first run asks (or is answered), the second is answered
+        shared = [run_migrate(capsys, copy, *write) for copy in copies][-1]
+    assert [line.replace(str(copies[-1]), str(tree)) for line in shared[1]] == anew[1]
+    assert shared[0] == anew[0] and snapshot(copies[-1]) == snapshot(tree)
+    assert any("time.clock" in line for line in anew[1]), anew[1]
 
 
 def test_without_write_nothing_is_written(tree, capsys):
@@ -250,6 +270,7 @@ def test_write_without_libcst_exits_2_before_anything_changes(tree, capsys, monk
     assert snapshot(tree) == before
 
 
+@pytest.mark.slow  # a child Python
 def test_python_m_runs_it_on_its_own_without_importing_mxnet(tree):
     code = ("import sys, runpy; sys.argv = ['migrate', %r]\n"
             "try:\n    runpy.run_module('mxpatch_bind.migrate', run_name='__main__')\n"

@@ -6,7 +6,12 @@ star import binds, the versions, and a probe that cannot run."""
 import subprocess
 import sys
 
+import pytest
+
 from mxpatch_bind.migrate import environment
+
+# the probe itself, run every time (tests/conftest.py reuses its answers elsewhere)
+pytestmark = pytest.mark.real_probe
 
 
 def test_the_probe_names_the_first_missing_part_of_each_gone_name_and_no_unknown_one():

@@ -121,6 +121,7 @@ def running_compiler(pid):
         return False
 
 
+@pytest.mark.slow  # a compiler process left to outlast its timeout
 def test_a_build_past_its_timeout_is_a_check_the_run_goes_on_and_its_compiler_ends(
         tmp_path, capsys, monkeypatch):
     # Fault: a timed-out build raises (the run stops), is reported built, or leaves its

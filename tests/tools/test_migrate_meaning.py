@@ -290,6 +290,7 @@ SYMBOL = """\
 """
 
 
+@pytest.mark.slow  # the port runs as a child Python that imports MXNet
 def test_an_in_place_operator_on_a_symbol_becomes_what_older_mxnet_ran(tmp_path, capsys):
     pytest.importorskip("mxnet")
     root = write_tree(tmp_path, {"agg.py": SYMBOL})

@@ -101,6 +101,7 @@ if __name__ == '__main__':
 }
 
 
+@pytest.mark.slow  # the port runs as a child Python that imports MXNet
 def test_write_points_fcis_channel_operator_at_compat_and_the_symbol_runs(tmp_path, capsys):
     import subprocess
     import sys
@@ -190,6 +191,7 @@ if __name__ == '__main__':
 }
 
 
+@pytest.mark.slow  # the port runs as a child Python that imports MXNet
 def test_write_points_snipers_operators_at_compat_and_its_symbol_runs(tmp_path, capsys):
     import subprocess
     import sys
@@ -249,6 +251,7 @@ if __name__ == '__main__':
 }
 
 
+@pytest.mark.slow  # the port runs as a child Python that imports MXNet
 def test_write_points_mx_maskrcnns_roi_align_at_compat_but_not_stocks(tmp_path, capsys):
     import subprocess
     import sys

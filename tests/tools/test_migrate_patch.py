@@ -98,6 +98,7 @@ def apply_patch(tool, root, patch):
     assert applied.returncode == 0, applied.stdout + applied.stderr
 
 
+@pytest.mark.slow  # migrate, git and patch run as processes
 @needs_tools
 @pytest.mark.parametrize("tool", TOOLS)
 def test_the_diff_applied_to_a_copy_makes_exactly_what_the_write_makes(migration, tmp_path,
@@ -120,6 +121,7 @@ def test_the_diff_applied_to_a_copy_makes_exactly_what_the_write_makes(migration
         migration.written.stdout)
 
 
+@pytest.mark.slow  # migrate runs as a child Python (the migration fixture)
 def test_the_diff_is_the_patch_alone_and_the_report_goes_to_stderr(migration):
     diff = migration.diff
     report = diff.stderr.decode().splitlines()
@@ -129,6 +131,7 @@ def test_the_diff_is_the_patch_alone_and_the_report_goes_to_stderr(migration):
     assert b"[delete]" not in diff.stdout and b"migrate: " not in diff.stdout
 
 
+@pytest.mark.slow  # migrate runs as a child Python (the migration fixture)
 def test_a_deleted_copy_is_a_full_hunk_of_its_every_line(migration):
     old = (migration.pristine / "rfcn" / "core" / "DataParallelExecutorGroup.py").read_bytes()
     diff = migration.diff.stdout
@@ -143,6 +146,7 @@ def test_a_deleted_copy_is_a_full_hunk_of_its_every_line(migration):
     assert b"".join(line[1:] for line in removed[:-1]) == old + b"\n"
 
 
+@pytest.mark.slow  # migrate runs as a child Python (the migration fixture)
 def test_the_report_before_the_writes_is_the_report_of_the_write_run(migration):
     pending = {"rewritten": "rewrite", "deleted": "delete", "ported": "port"}
     as_done = [line.replace(f"[{done}]", f"[{todo}]") for line in

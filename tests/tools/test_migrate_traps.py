@@ -126,6 +126,7 @@ CALLBACK = {
 }
 
 
+@pytest.mark.slow  # the port runs as a child Python that imports MXNet
 def test_a_division_that_feeds_an_integer_parameter_runs_after_the_port(tmp_path, capsys):
     root = write_tree(tmp_path, CALLBACK)
     status, lines = run_migrate(capsys, root)
@@ -387,6 +388,7 @@ OPERATOR_TREE = {
 }
 
 
+@pytest.mark.slow  # the port runs as a child Python that imports MXNet
 def test_a_config_pickled_through_a_custom_op_reaches_it_after_the_port(tmp_path, capsys):
     root = write_tree(tmp_path, OPERATOR_TREE)
     assert run_migrate(capsys, root, "--to-python3")[0] == 0

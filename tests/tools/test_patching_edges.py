@@ -111,6 +111,7 @@ JOIN_OTHER_THREADS = """
 """
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 @pytest.mark.parametrize("imported_by_then", ["mxnet.base", "mxnet.model"])
 def test_an_install_made_while_import_mxnet_is_running_patches_once_the_import_ends(
         imported_by_then):
@@ -172,6 +173,7 @@ def test_an_mxnet_imported_without_its_module_files_leaves_the_install_pending_a
 
 
 # --------------------------------------------------------------------------- reloads
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_a_reload_whose_new_classes_cannot_be_patched_warns_and_logs_and_the_reload_succeeds():
     assert _run("""
         import importlib, sys, warnings
@@ -340,6 +342,7 @@ def test_patched_with_force_patches_an_unsupported_mxnet_and_restores_it(monkeyp
     assert_originals_restored(ORIGINALS)
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_a_forced_install_made_before_import_mxnet_patches_an_unsupported_mxnet_with_a_warning():
     assert _run("""
         import warnings
@@ -362,6 +365,7 @@ def test_a_forced_install_made_before_import_mxnet_patches_an_unsupported_mxnet_
     """) == ["ok"]
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_install_while_another_thread_is_inside_import_mxnet_returns_with_the_patch_applied():
     # The importing thread is held inside ``import mxnet`` (once mxnet.base has run) until a
     # timer lets it go: install() waits for that import, then patches before it returns.
@@ -499,6 +503,7 @@ def test_a_foreign_wrapt_wrapper_with_its_own_enabled_flag_is_never_taken_for_ou
     assert_originals_restored(ORIGINALS)
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_an_install_made_before_mxnet_is_imported_again_patches_the_new_import():
     # A harness that purges MXNet's modules between runs: the post-import hook that patched
     # the first import is spent, so the next pending install() needs a hook of its own.
@@ -540,6 +545,7 @@ def test_install_and_uninstall_log_what_they_did_at_debug_level(caplog):
     assert_originals_restored(ORIGINALS)
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_a_reload_while_installed_logs_that_the_new_classes_were_patched():
     assert _run("""
         import importlib, logging, sys
@@ -557,6 +563,7 @@ def test_a_reload_while_installed_logs_that_the_new_classes_were_patched():
     """) == ["ok"]
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_a_pending_install_refused_when_mxnet_is_imported_logs_what_it_warns():
     assert _run("""
         import warnings

@@ -75,6 +75,7 @@ def test_hashlib_new_is_checked_on_its_data_not_on_its_algorithms_name(tmp_path)
     assert not checked(outputs, "main.py", 2) and not checked(outputs, "main.py", 4)
 
 
+@pytest.mark.slow  # the port runs as a child Python that imports MXNet
 def test_a_symbol_subtracted_in_place_by_a_difference_subtracts_the_whole_difference(
         tmp_path, capsys):
     pytest.importorskip("mxnet")
@@ -110,6 +111,7 @@ def test_a_name_that_only_begins_with_a_gone_ones_name_is_kept(tmp_path, capsys)
         "tick = time.clock_gettime(time.CLOCK_MONOTONIC)\n")
 
 
+@pytest.mark.slow  # the port runs as a child Python that imports MXNet
 def test_a_symbol_divided_in_place_under_true_division_becomes_what_older_mxnet_ran(
         tmp_path, capsys):
     # a Python 2 file that divides truly: its '/=' is no classic division left to old_idiv

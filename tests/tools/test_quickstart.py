@@ -4,11 +4,13 @@ import re
 import subprocess
 import sys
 
+import pytest
 from paths import REPO
 
 SCRIPT = REPO / "examples" / "quickstart.py"
 
 
+@pytest.mark.slow  # the example runs as a child Python
 def test_the_quickstart_script_trains_on_two_devices_and_scores_its_held_out_images():
     # A process of its own: the script installs the process-global patch.
     run = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,

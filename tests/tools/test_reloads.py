@@ -10,7 +10,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from paths import REPO
+
+# each scenario is a child Python that imports MXNet: a process test (setup.cfg's slow marker)
+pytestmark = pytest.mark.slow
 
 PRELUDE = """
     import importlib, sys, warnings

@@ -63,6 +63,7 @@ def test_the_environment_variable_sets_the_default():
     assert done.stdout.strip() == "3"
 
 
+@pytest.mark.slow  # a child Python that imports MXNet
 def test_a_bad_environment_variable_fails_install_before_anything_is_patched():
     done = _in_a_fresh_process("eight", (
         "import mxnet, mxpatch_bind\n"

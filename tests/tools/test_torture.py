@@ -314,6 +314,7 @@ def _guarded(function, errors):
     return run
 
 
+@pytest.mark.slow  # a stress run of seconds
 def test_four_threads_churning_the_patch_while_two_bind_leave_nothing_patched(monkeypatch):
     """4 threads x 10,000 install/uninstall/patched() cycles while 2 threads bind.
 

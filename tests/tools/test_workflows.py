@@ -235,6 +235,7 @@ def run_example(*args):
                           timeout=120)
 
 
+@pytest.mark.slow  # the example runs as a child Python
 def test_the_deformable_convnets_migration_example_trains_and_resumes(tmp_path):
     prefix = str(tmp_path / "rfcn")
 
