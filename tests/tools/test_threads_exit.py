@@ -26,6 +26,14 @@ import pytest
 from mxpatch_bind import threads
 from mxpatch_bind.threads import stop_threads, stop_threads_at_exit
 
+
+@pytest.fixture(autouse=True)
+def _a_registry_of_the_tests_own(monkeypatch):
+    """Each test's ``_stop_all()`` meets only the owners it registered. An owner of an
+    earlier test can outlive it until the next garbage collection (a logged traceback's frame
+    holds it): stopping it again, or its failing again, is no part of a later test."""
+    monkeypatch.setattr(threads, "_owners", {})
+
 PREFETCHER = '''\
 import threading
 
